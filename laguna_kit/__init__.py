@@ -1,0 +1,1 @@
+"""What pyinfra lacks for this kit: facts, operations, hub verification, gate clients, profiles."""

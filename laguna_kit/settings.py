@@ -1,0 +1,30 @@
+"""The kit's knobs as data, read from group_data/all.py for code that runs outside pyinfra
+(the harness, docs rendering, scripts). Inside a deploy, read them from ``host.data``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parent.parent
+GROUP_DATA = KIT_ROOT / "group_data" / "all.py"
+
+
+def defaults() -> dict:
+    """The literal assignments of group_data/all.py (it holds only literals, by design)."""
+    tree = ast.parse(GROUP_DATA.read_text())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def knob_docs() -> dict[str, str]:
+    """Each knob's one-line why (its trailing comment), for DEPLOYMENT.md and error messages."""
+    docs = {}
+    for line in GROUP_DATA.read_text().splitlines():
+        if "=" in line and "#" in line and not line.startswith((" ", "#")):
+            name = line.split("=", 1)[0].strip()
+            docs[name] = line.split("#", 1)[1].strip()
+    return docs

@@ -1,0 +1,182 @@
+"""The harness's package servers' content: signed apt repositories and a PyPI-style wheel index.
+
+Laid out as the real servers are, so the kit's production code path (sources list with
+``signed-by``, key download, ``apt-get install``, ``pip install --index-url``) runs unchanged and
+only the base URLs and the key differ:
+
+- ``debian/``    a partial Debian mirror: the real distro debs the kit installs (main) and the
+                 stand-in driver (non-free), the suite signed with the harness key;
+- ``nvidia/``    NVIDIA's flat libnvidia-container repo (``stable/deb/amd64 /``), key at ``gpgkey``;
+- ``tailscale/`` Tailscale's ``stable/debian bookworm main`` repo, key at ``bookworm.noarmor.gpg``;
+- ``pypi/simple/`` wheels for the box-side venv (huggingface_hub and its dependencies).
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import rootfs
+from .errors import HarnessError
+from .paths import cache_dir
+
+HERE = Path(__file__).parent
+STANDINS = HERE / "standin_packages"
+
+# Versions the stand-ins claim. The driver is bookworm non-free's 535 branch.
+DRIVER_VERSION = "535.247.01"
+VERSIONS = {
+    "DRIVER_VERSION": DRIVER_VERSION,
+    "DRIVER_PACKAGE_VERSION": f"{DRIVER_VERSION}-1~deb12u1",
+    "CUDA_VERSION": "12.2",
+    "TOOLKIT_VERSION": "1.17.8-1",
+    "TAILSCALE_VERSION": "1.90.6",
+}
+# What the box-side venv installs; pip resolves their dependencies when the index is built.
+BOX_WHEELS = ["huggingface-hub==2.4.0"]
+
+
+def _run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, **kw)
+    if proc.returncode != 0:
+        raise HarnessError(f"{' '.join(map(str, cmd))} failed: {proc.stderr.decode(errors='replace')[-1500:]}")
+    return proc.stdout
+
+
+def gpg_home() -> Path:
+    """One signing key for every harness repo, made once and cached."""
+    home = cache_dir() / "gnupg"
+    if not (home / ".complete").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(mode=0o700)
+        _run(["gpg", "--homedir", str(home), "--batch", "--passphrase", "", "--quick-gen-key",
+              "laguna-kit harness repo signing <harness@invalid>", "ed25519", "sign", "never"])
+        (home / ".complete").write_text("\n")
+    return home
+
+
+def _gpg(*args) -> bytes:
+    return _run(["gpg", "--homedir", str(gpg_home()), "--batch", "--yes", *args])
+
+
+def build_standin_deb(name: str, out: Path) -> Path:
+    """Stage tests/harness/standin_packages/<name>, substitute @VERSION@ markers, dpkg-deb it."""
+    src = STANDINS / name
+    stage = out / f".stage-{name}"
+    shutil.rmtree(stage, ignore_errors=True)
+    shutil.copytree(src, stage, symlinks=True, ignore=shutil.ignore_patterns("control", "postinst"))
+    (stage / "DEBIAN").mkdir()
+    for meta in ("control", "postinst"):
+        if (src / meta).exists():
+            shutil.copy2(src / meta, stage / "DEBIAN" / meta)
+    for path in stage.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            text = path.read_bytes()
+            for key, val in VERSIONS.items():
+                text = text.replace(f"@{key}@".encode(), val.encode())
+            path.write_bytes(text)
+    version = next(line.split(": ", 1)[1] for line in (stage / "DEBIAN/control").read_text().splitlines()
+                   if line.startswith("Version: "))
+    deb = out / f"{name}_{version}_amd64.deb"
+    _run(["dpkg-deb", "--root-owner-group", "--build", str(stage), str(deb)])
+    shutil.rmtree(stage)
+    return deb
+
+
+def _index(repo_root: Path, pool_rel: str, packages_rel: str) -> None:
+    """Write Packages and Packages.gz for the debs under pool_rel, paths relative to repo_root."""
+    data = _run(["apt-ftparchive", "packages", pool_rel], cwd=repo_root)
+    target = repo_root / packages_rel
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "Packages").write_bytes(data)
+    with gzip.open(target / "Packages.gz", "wb") as fh:
+        fh.write(data)
+
+
+def _sign(release_dir: Path, *conf: str) -> None:
+    release = _run(["apt-ftparchive", *sum((["-o", c] for c in conf), []), "release", "."], cwd=release_dir)
+    (release_dir / "Release").write_bytes(release)
+    _gpg("--clearsign", "-o", str(release_dir / "InRelease"), str(release_dir / "Release"))
+    _gpg("--armor", "--detach-sign", "-o", str(release_dir / "Release.gpg"), str(release_dir / "Release"))
+
+
+def build() -> Path:
+    """Build (or reuse) the whole served tree; returns its root."""
+    debs = rootfs.distro_debs()
+    root = cache_dir() / "served"
+    stamp_inputs = sorted(str(p.relative_to(HERE)) + str(p.stat().st_mtime_ns)
+                          for p in STANDINS.rglob("*") if p.is_file())
+    stamp = "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), *stamp_inputs]) + "\n"
+    if (root / ".stamp").exists() and (root / ".stamp").read_text() == stamp:
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    public_armored = _gpg("--armor", "--export")
+    public_binary = _gpg("--export")
+    (root / "harness-key.asc").write_bytes(public_armored)
+    (root / "harness-key.gpg").write_bytes(public_binary)
+
+    # Partial Debian mirror.
+    deb_root = root / "debian"
+    main_pool = deb_root / "pool/main"
+    main_pool.mkdir(parents=True)
+    for deb in debs.glob("*.deb"):
+        shutil.copy(deb, main_pool / deb.name)
+    nonfree_pool = deb_root / "pool/non-free"
+    nonfree_pool.mkdir(parents=True)
+    build_standin_deb("nvidia-driver", nonfree_pool)
+    suite = deb_root / "dists" / rootfs.SUITE
+    _index(deb_root, "pool/main", f"dists/{rootfs.SUITE}/main/binary-amd64")
+    _index(deb_root, "pool/non-free", f"dists/{rootfs.SUITE}/non-free/binary-amd64")
+    for comp in ("contrib", "non-free-firmware"):
+        _write_empty(suite / comp / "binary-amd64")
+    _sign(suite, f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
+          f"APT::FTPArchive::Release::Codename={rootfs.SUITE}",
+          "APT::FTPArchive::Release::Architectures=amd64",
+          "APT::FTPArchive::Release::Components=main contrib non-free non-free-firmware",
+          "APT::FTPArchive::Release::Origin=Debian")
+
+    # NVIDIA's flat repository.
+    flat = root / "nvidia/stable/deb/amd64"
+    flat.mkdir(parents=True)
+    build_standin_deb("nvidia-container-toolkit", flat)
+    _index(flat, ".", ".")
+    _sign(flat, "APT::FTPArchive::Release::Origin=NVIDIA-standin")
+    (root / "nvidia/gpgkey").write_bytes(public_armored)
+
+    # Tailscale's repository.
+    ts_root = root / "tailscale/stable/debian"
+    (ts_root / "pool").mkdir(parents=True)
+    build_standin_deb("tailscale", ts_root / "pool")
+    _index(ts_root, "pool", f"dists/{rootfs.SUITE}/main/binary-amd64")
+    _sign(ts_root / "dists" / rootfs.SUITE, f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
+          f"APT::FTPArchive::Release::Codename={rootfs.SUITE}", "APT::FTPArchive::Release::Components=main",
+          "APT::FTPArchive::Release::Architectures=amd64", "APT::FTPArchive::Release::Origin=Tailscale-standin")
+    (ts_root / f"{rootfs.SUITE}.noarmor.gpg").write_bytes(public_binary)
+
+    build_wheel_index(root / "pypi/simple")
+    (root / ".stamp").write_text(stamp)
+    return root
+
+
+def _write_empty(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "Packages").write_bytes(b"")
+    with gzip.open(path / "Packages.gz", "wb"):
+        pass
+
+
+def build_wheel_index(simple: Path) -> None:
+    """A PEP 503 'simple' tree: one folder per normalised project name holding its wheels."""
+    wheels = cache_dir() / "wheels"
+    wheels.mkdir(exist_ok=True)
+    _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--dest", str(wheels),
+          "--python-version", "3.11", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
+          "--platform", "manylinux_2_17_x86_64", *BOX_WHEELS])
+    for whl in wheels.glob("*.whl"):
+        project = whl.name.split("-")[0].lower().replace("_", "-").replace(".", "-")
+        (simple / project).mkdir(parents=True, exist_ok=True)
+        shutil.copy(whl, simple / project / whl.name)

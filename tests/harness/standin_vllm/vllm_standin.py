@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""STAND-IN vLLM OpenAI server (laguna-kit test harness). Not vLLM; no model runs here.
+
+Entrypoint of the stand-in image pushed as ``vllm/vllm-openai:<tag>`` to the harness registry.
+Takes the same command line the kit gives the real image (``<model> --flag value ...``), and:
+- refuses to start when the model or drafter folder lacks config.json (as vLLM does);
+- "loads" for STANDIN_LOAD_SECONDS (default 2) before opening its port, prints vLLM-like boot
+  lines (``GPU KV cache size: N tokens``), then serves /health, /v1/models, /v1/chat/completions,
+  /v1/completions (streaming and usage; a token is a whitespace-separated word, so a prompt of
+  "x " repeated N times is N tokens, as the upstream gate assumes) and /metrics (Prometheus,
+  with speculative-decoding counters when a drafter is configured);
+- reads faults at request time from ``standin-faults.json`` in the mounted model cache, so a test
+  can make it fail: ``{"oom_prompt_over": N}`` kills the engine on a prompt over N tokens
+  (/health then 503, the process exits: the Marlin-workspace OOM signature), and
+  ``{"accept_rate": 0.0}`` plays a mismatched drafter.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def parse_args(argv):
+    args = {"model": None, "flags": {}, "switches": []}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            if "=" in a:
+                k, v = a[2:].split("=", 1)
+                args["flags"][k] = v
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                args["flags"][a[2:]] = argv[i + 1]
+                i += 1
+            else:
+                args["switches"].append(a[2:])
+        elif args["model"] is None:
+            args["model"] = a
+        i += 1
+    return args
+
+
+ARGS = parse_args(sys.argv[1:])
+FLAGS = ARGS["flags"]
+MODEL = ARGS["model"] or FLAGS.get("model")
+SERVED = FLAGS.get("served-model-name", MODEL)
+MAX_LEN = int(FLAGS.get("max-model-len", 262144))
+SPEC = json.loads(FLAGS["speculative-config"]) if "speculative-config" in FLAGS else None
+CACHE = os.path.dirname(MODEL.rstrip("/")) if MODEL else "/"
+STATE = {"dead": False, "drafts": 0, "draft_tokens": 0, "accepted": 0, "prompt_tokens": 0, "gen_tokens": 0}
+LOCK = threading.Lock()
+
+
+def log(msg):
+    print(f"INFO {time.strftime('%m-%d %H:%M:%S')} [standin] {msg}", flush=True)
+
+
+def faults():
+    try:
+        with open(os.path.join(CACHE, "standin-faults.json")) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def count_tokens(text):
+    return len(str(text).split())
+
+
+def reply_for(prompt_text):
+    marker = "Reply with exactly:"
+    if marker in prompt_text:
+        return prompt_text.split(marker, 1)[1].strip()
+    return "Stand-in reply from the laguna-kit test harness."
+
+
+def account(gen_tokens):
+    if not SPEC:
+        return
+    k = int(SPEC.get("num_speculative_tokens", 1))
+    rate = float(faults().get("accept_rate", 0.62))
+    with LOCK:
+        drafts = max(1, gen_tokens // (k + 1))
+        STATE["drafts"] += drafts
+        STATE["draft_tokens"] += drafts * k
+        STATE["accepted"] += int(drafts * k * rate)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *a):
+        log(f'{self.address_string()} "{self.requestline}" {a[1] if len(a) > 1 else ""}')
+
+    def send_json(self, obj, status=200):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def error(self, status, message, kind="BadRequestError"):
+        self.send_json({"object": "error", "message": message, "type": kind, "param": None, "code": status}, status)
+
+    def do_GET(self):
+        if self.path == "/health":
+            if STATE["dead"]:
+                return self.send_json({"error": "engine dead"}, 503)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/v1/models":
+            self.send_json({"object": "list", "data": [{
+                "id": SERVED, "object": "model", "created": int(START), "owned_by": "vllm", "root": MODEL,
+                "parent": None, "max_model_len": MAX_LEN}]})
+        elif self.path == "/metrics":
+            with LOCK:
+                s = dict(STATE)
+            lines = [
+                "# TYPE vllm:prompt_tokens_total counter",
+                f'vllm:prompt_tokens_total{{model_name="{SERVED}"}} {s["prompt_tokens"]}.0',
+                "# TYPE vllm:generation_tokens_total counter",
+                f'vllm:generation_tokens_total{{model_name="{SERVED}"}} {s["gen_tokens"]}.0',
+            ]
+            if SPEC:
+                lines += [
+                    "# TYPE vllm:spec_decode_num_drafts_total counter",
+                    f'vllm:spec_decode_num_drafts_total{{model_name="{SERVED}"}} {s["drafts"]}.0',
+                    "# TYPE vllm:spec_decode_num_draft_tokens_total counter",
+                    f'vllm:spec_decode_num_draft_tokens_total{{model_name="{SERVED}"}} {s["draft_tokens"]}.0',
+                    "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
+                    f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{SERVED}"}} {s["accepted"]}.0',
+                ]
+            body = ("\n".join(lines) + "\n").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            self.error(404, f"Not Found: {self.path}", "NotFoundError")
+
+    def do_POST(self):
+        try:
+            req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        except ValueError:
+            return self.error(400, "invalid JSON body")
+        if STATE["dead"]:
+            return self.error(500, "EngineDeadError: engine core is dead", "InternalServerError")
+        if self.path == "/v1/chat/completions":
+            text = "\n".join(str(m.get("content", "")) for m in req.get("messages", []))
+            return self.complete(req, text, chat=True)
+        if self.path == "/v1/completions":
+            prompt = req.get("prompt", "")
+            text = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
+            return self.complete(req, text, chat=False)
+        self.error(404, f"Not Found: {self.path}", "NotFoundError")
+
+    def complete(self, req, text, chat):
+        if req.get("model") != SERVED:
+            return self.error(404, f"The model `{req.get('model')}` does not exist.", "NotFoundError")
+        prompt_tokens = count_tokens(text) + (4 if chat else 0)
+        max_tokens = int(req.get("max_tokens") or 16)
+        if prompt_tokens + max_tokens > MAX_LEN:
+            return self.error(400, f"This model's maximum context length is {MAX_LEN} tokens. However, you "
+                                   f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the "
+                                   f"messages, {max_tokens} in the completion).")
+        limit = faults().get("oom_prompt_over")
+        if limit is not None and prompt_tokens > int(limit):
+            log("ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.12 GiB "
+                "(standin: Marlin MoE workspace at long prefill)")
+            STATE["dead"] = True
+            self.error(500, "EngineDeadError: engine core died (CUDA out of memory)", "InternalServerError")
+            threading.Timer(0.5, lambda: os._exit(1)).start()
+            return
+        words = reply_for(text).split() if chat else (["x"] * max_tokens)
+        words = (words * (max_tokens // max(len(words), 1) + 1))[:max_tokens] if not chat else words[:max_tokens]
+        finish = "length" if len(words) >= max_tokens else "stop"
+        out = " ".join(words)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
+                 "total_tokens": prompt_tokens + len(words)}
+        with LOCK:
+            STATE["prompt_tokens"] += prompt_tokens
+            STATE["gen_tokens"] += len(words)
+        account(len(words))
+        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        obj = "chat.completion" if chat else "text_completion"
+        if not req.get("stream"):
+            choice = {"index": 0, "finish_reason": finish, "logprobs": None}
+            choice.update({"message": {"role": "assistant", "content": out}} if chat else {"text": out})
+            return self.send_json({"id": rid, "object": obj, "created": int(time.time()), "model": SERVED,
+                                   "choices": [choice], "usage": usage})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        obj_chunk = "chat.completion.chunk" if chat else "text_completion"
+
+        def event(choices, use=None):
+            payload = {"id": rid, "object": obj_chunk, "created": int(time.time()), "model": SERVED,
+                       "choices": choices}
+            if use is not None:
+                payload["usage"] = use
+            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            self.wfile.flush()
+
+        for i, w in enumerate(words):
+            piece = (" " if i else "") + w
+            event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}] if chat
+                  else [{"index": 0, "text": piece, "finish_reason": None}])
+        event([{"index": 0, "delta": {}, "finish_reason": finish}] if chat
+              else [{"index": 0, "text": "", "finish_reason": finish}])
+        if (req.get("stream_options") or {}).get("include_usage"):
+            event([], usage)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+def main():
+    for label, path in (("model", MODEL), ("speculative model", (SPEC or {}).get("model"))):
+        if path and not os.path.isfile(os.path.join(path, "config.json")):
+            print(f"ERROR [standin] {label} path {path} has no config.json: "
+                  f"OSError: Can't load the configuration of '{path}'", flush=True)
+            sys.exit(1)
+    log(f"vLLM API server (standin) args: {json.dumps(sys.argv[1:])}")
+    log(f"non-default args: model={MODEL} served_model_name={SERVED} max_model_len={MAX_LEN} "
+        f"speculative_config={json.dumps(SPEC)}")
+    time.sleep(float(os.environ.get("STANDIN_LOAD_SECONDS", "2")))
+    log("Model loading took 17.53 GiB memory (standin)")
+    log(f"GPU KV cache size: {int(MAX_LEN * 1.04):,} tokens")
+    log(f"Maximum concurrency for {MAX_LEN:,} tokens per request: 1.04x")
+    host = FLAGS.get("host", "0.0.0.0")
+    port = int(FLAGS.get("port", 8000))
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    log(f"Starting vLLM API server on http://{host}:{port}")
+    server.serve_forever()
+
+
+START = time.time()
+if __name__ == "__main__":
+    main()
