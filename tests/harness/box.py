@@ -146,6 +146,8 @@ class Box:
         ensure_tailnet_ns()
         sh("ip", "-n", TAILNET_NS, "link", "add", f"ts{n}", "type", "veth", "peer", "name", "tsuplink0",
            "netns", ns)
+        # NDP answers only for addresses on the receiving link, so the peer's v6 address sits on each link.
+        sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_PEER_V6}/128", "dev", f"ts{n}", "nodad")
         sh("ip", "-n", TAILNET_NS, "link", "set", f"ts{n}", "up")
         sh("ip", "-n", TAILNET_NS, "route", "add", f"{self.tailnet_v4}/32", "dev", f"ts{n}")
         sh("ip", "-n", TAILNET_NS, "-6", "route", "add", f"{self.tailnet_v6}/128", "dev", f"ts{n}")

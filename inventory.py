@@ -1,0 +1,28 @@
+# Which boxes `pyinfra inventory.py deploy.py` deploys to.
+#
+# - LAGUNA_HOSTS=/path/to/hosts.toml: your real GPU boxes (format: laguna_kit/hostsfile.py,
+#   example: hosts.example.toml).
+# - unset: the local sandbox box that `scripts/sandbox.py up` (or scripts/demo.sh) brought up.
+#
+# Only the `gpu_boxes` group is defined here; every other name starts with an underscore, since
+# pyinfra turns any top-level list in this file into a host group.
+import os as _os
+import sys as _sys
+
+_sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
+
+from laguna_kit import hostsfile as _hostsfile  # noqa: E402
+
+_SANDBOX_HOSTS = "/run/laguna-kit-harness/sandbox-hosts.toml"
+_path = _os.environ.get("LAGUNA_HOSTS") or _SANDBOX_HOSTS
+
+if not _os.environ.get("LAGUNA_HOSTS") and not _os.path.exists(_SANDBOX_HOSTS):
+    raise SystemExit(
+        "inventory.py: no hosts. Set LAGUNA_HOSTS=/path/to/hosts.toml for real boxes "
+        "(see hosts.example.toml), or bring up the local sandbox box first: "
+        "sudo .venv/bin/python scripts/sandbox.py up (scripts/demo.sh does both).")
+
+try:
+    gpu_boxes = _hostsfile.load(_path)
+except _hostsfile.HostsFileError as _exc:
+    raise SystemExit(f"inventory.py: {_exc}") from None

@@ -1,0 +1,67 @@
+"""The hosts file: which boxes to deploy to and how to reach them, one TOML table per box.
+
+    [[hosts]]
+    name = "gpu-1"                 # what pyinfra calls the host (defaults to address)
+    address = "192.0.2.10"         # SSH address
+    user = "root"                  # SSH user (default root)
+    port = 22                      # SSH port (default 22)
+    key = "~/.ssh/id_ed25519"      # SSH private key (default: your agent / ~/.ssh)
+    [hosts.data]                   # per-host overrides of group_data/all.py knobs
+    nvidia_allow_reboot = true
+
+Errors name the file, the host and the field, before any host is contacted.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+CONNECTION_FIELDS = {"name": str, "address": str, "user": str, "port": int, "key": str,
+                     "known_hosts": str, "data": dict}
+
+
+class HostsFileError(ValueError):
+    pass
+
+
+def load(path: str | Path) -> list[tuple[str, dict]]:
+    """pyinfra's (name, data) pairs for every host in the file."""
+    path = Path(path).expanduser()
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise HostsFileError(f"hosts file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise HostsFileError(f"hosts file {path} is not valid TOML: {exc}") from None
+    entries = doc.get("hosts")
+    if not entries or not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise HostsFileError(f"hosts file {path} has no [[hosts]] entries")
+    unknown_top = set(doc) - {"hosts"}
+    if unknown_top:
+        raise HostsFileError(f"hosts file {path}: unknown top-level keys {sorted(unknown_top)}; expected [[hosts]]")
+    out, seen = [], set()
+    for i, entry in enumerate(entries, 1):
+        where = f"hosts file {path}, host #{i}"
+        for key, value in entry.items():
+            if key not in CONNECTION_FIELDS:
+                raise HostsFileError(f"{where}: unknown field {key!r}; allowed: {sorted(CONNECTION_FIELDS)}")
+            if not isinstance(value, CONNECTION_FIELDS[key]) or isinstance(value, bool):
+                raise HostsFileError(f"{where}: {key} must be {CONNECTION_FIELDS[key].__name__}, "
+                                     f"got {type(value).__name__} {value!r}")
+        if "address" not in entry:
+            raise HostsFileError(f"{where}: missing 'address'")
+        name = entry.get("name", entry["address"])
+        if name in seen:
+            raise HostsFileError(f"{where}: duplicate host name {name!r}")
+        seen.add(name)
+        data = dict(entry.get("data", {}))
+        data.update(ssh_hostname=entry["address"], ssh_user=entry.get("user", "root"),
+                    ssh_port=int(entry.get("port", 22)))
+        if "key" in entry:
+            data["ssh_key"] = os.path.expanduser(entry["key"])
+        if "known_hosts" in entry:
+            data["ssh_known_hosts_file"] = os.path.expanduser(entry["known_hosts"])
+        out.append((name, data))
+    return out

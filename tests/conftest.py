@@ -1,0 +1,44 @@
+"""Fixtures: one harness (servers) per test session, boxes made on demand and always torn down."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tests.harness import box as boxmod  # noqa: E402
+from tests.harness.deployrun import run_deploy  # noqa: E402
+from tests.harness.sandbox import Sandbox  # noqa: E402
+
+RTX_3090 = boxmod.RTX_3090
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    sb = Sandbox().start()
+    yield sb
+    sb.stop()
+
+
+@pytest.fixture
+def make_box(sandbox):
+    """make_box(gpus=boxmod.gpus(RTX_3090, 4), ...) -> a fresh booted box, destroyed after the test."""
+    made = []
+
+    def _make(**kw):
+        b = sandbox.add_box(**kw)
+        made.append(b)
+        return b
+
+    yield _make
+    for b in made:
+        sandbox.remove_box(b)
+
+
+@pytest.fixture
+def deploy(sandbox):
+    """deploy(boxes, deploy="deploy.py", data=..., args=[...]) -> DeployResult."""
+    def _deploy(boxes, deploy="deploy.py", **kw):
+        return run_deploy(sandbox, boxes if isinstance(boxes, list) else [boxes], deploy, **kw)
+    return _deploy

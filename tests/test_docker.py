@@ -1,0 +1,53 @@
+"""tasks/docker.py on a harness box: converge, idempotence, daemon.json merge, a real container."""
+
+import json
+
+
+def test_docker_converges_and_second_run_changes_nothing(make_box, deploy, sandbox):
+    b = make_box()
+    first = deploy(b, "deploy.py")
+    assert first.ok, first.explain()
+    assert first.changed(b.name), "a bare box must need changes"
+    assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "install ok installed"
+    assert b.run("systemctl is-active docker").stdout.strip() == "active"
+    assert b.run("systemctl is-enabled docker").stdout.strip() == "enabled"
+    cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
+    assert cfg["storage-driver"] == "vfs"
+    assert cfg["registry-mirrors"] == [sandbox.servers.urls(b)["registry_mirror"]]
+    assert b.run("docker info --format '{{.Driver}}'").stdout.strip() == "vfs"
+
+    second = deploy(b, "deploy.py")
+    assert second.ok, second.explain()
+    assert second.changed() == [], f"second run changed: {second.changed()}"
+
+
+def test_daemon_json_merge_keeps_keys_others_wrote(make_box, deploy):
+    b = make_box()
+    b.run("mkdir -p /etc/docker && echo '{\"log-driver\": \"journald\", \"runtimes\": {\"x\": {\"path\": \"runc\"}}}'"
+          " > /etc/docker/daemon.json")
+    res = deploy(b, "deploy.py")
+    assert res.ok, res.explain()
+    cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
+    assert cfg["log-driver"] == "journald" and cfg["runtimes"] == {"x": {"path": "runc"}}
+    assert cfg["storage-driver"] == "vfs"
+
+
+def test_invalid_daemon_json_is_refused_not_overwritten(make_box, deploy):
+    b = make_box()
+    b.run("mkdir -p /etc/docker && echo '{broken' > /etc/docker/daemon.json")
+    res = deploy(b, "deploy.py")
+    assert not res.ok
+    assert "is not valid JSON" in res.output
+    assert b.run("cat /etc/docker/daemon.json").stdout.strip() == "{broken"
+
+
+def test_standin_image_pulls_by_its_production_name_and_answers(make_box, deploy):
+    b = make_box()
+    assert deploy(b, "deploy.py").ok
+    b.run("docker pull -q vllm/vllm-openai:v0.25.1", timeout=300)
+    b.run("mkdir -p /models/m && echo '{}' > /models/m/config.json")
+    b.run("docker run -d --name probe --network host -v /models:/root/.cache/huggingface:ro "
+          "vllm/vllm-openai:v0.25.1 /root/.cache/huggingface/m --served-model-name laguna --port 8080", timeout=300)
+    out = b.run("for i in $(seq 60); do curl -sf localhost:8080/v1/models && exit 0; sleep 0.5; done; exit 1",
+                timeout=120).stdout
+    assert json.loads(out)["data"][0]["id"] == "laguna"
