@@ -6,8 +6,8 @@
 # --- hardware the champion was measured on -------------------------------------------------
 gpu_count = 4  # TP4: the champion shards the model over exactly four GPUs
 gpu_min_memory_mib = 24000  # 24 GB cards (RTX 3090: 24576 MiB); 17.53 GiB/GPU weights + KV + graphs
-min_ram_mib = 30000  # loading 72-77 GB of shards through page cache needs headroom beyond the GPUs
-min_shm_mib = 1024  # the container gets --shm-size=16g; a host /dev/shm this small signals a broken box
+min_ram_mib = 16384  # a floor for four vLLM workers loading shards; the recipe states no figure, so this only catches broken boxes
+min_shm_mib = 2048  # with --ipc=host the host's /dev/shm carries NCCL and shm_broadcast; the recipe's 16g is a ceiling
 
 # --- NVIDIA driver ----------------------------------------------------------------------------
 nvidia_driver_branch = "535"  # Debian 12 non-free ships the 535 branch; Ubuntu uses nvidia-driver-<branch>-server

@@ -85,3 +85,150 @@ def apt_present(packages: list[str], hold: bool = False):
             yield f"apt-mark hold {' '.join(todo)}"
     if not missing and not hold:
         host.noop(f"installed: {', '.join(packages)}")
+
+
+# --- hardware and driver ------------------------------------------------------------------------
+
+SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
+
+
+def _gpus_seen():
+    """nvidia-smi's view when the driver is loaded, else the PCI bus's (memory may be unknown)."""
+    from .facts import NvidiaSmiGpus, PciGpus
+
+    smi = host.get_fact(NvidiaSmiGpus)
+    return (smi["gpus"], "nvidia-smi") if smi["ok"] else (host.get_fact(PciGpus), "PCI bus")
+
+
+@operation()
+def preflight(gpu_count: int, gpu_min_memory_mib: int, model_dir: str, need_mib: int,
+              min_ram_mib: int, min_shm_mib: int, hub_problem: str | None = None):
+    """Refuse the box, before anything on it changes, when it cannot serve the champion."""
+    from pyinfra import logger
+    from pyinfra.facts.server import Arch, LinuxDistribution
+
+    from . import hardware
+    from .facts import FreeSpaceMiB, MemTotalMiB, SecureBoot
+
+    problems = [hub_problem] if hub_problem else []
+    distro = host.get_fact(LinuxDistribution)
+    if (distro.get("name"), distro.get("major")) not in SUPPORTED_OS:
+        problems.append(f"found {distro.get('name')} {distro.get('major')}, need Debian 12 or Ubuntu 22.04/24.04")
+    arch = host.get_fact(Arch)
+    if arch != "x86_64":
+        problems.append(f"found {arch}, need x86_64")
+    gpus, source = _gpus_seen()
+    problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
+    free = host.get_fact(FreeSpaceMiB, path=model_dir)
+    if free < need_mib:
+        problems.append(f"found {free} MiB free at {model_dir}, need {need_mib} MiB (checkpoints not yet on "
+                        f"disk plus margin): free space or point model_dir elsewhere")
+    ram = host.get_fact(MemTotalMiB)
+    if ram < min_ram_mib:
+        problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
+    shm = host.get_fact(FreeSpaceMiB, path="/dev/shm")
+    if shm < min_shm_mib:
+        problems.append(f"found {shm} MiB free in /dev/shm, need {min_shm_mib} MiB (the container shares the "
+                        f"host's IPC; NCCL needs it): enlarge /dev/shm (tmpfs size= in /etc/fstab)")
+    if problems:
+        raise OperationError(f"pre-flight refused {host.name}: " + "; ".join(problems)
+                             + ". Nothing on the box was changed.")
+    if host.get_fact(SecureBoot):
+        logger.warning(f"{host.name}: UEFI Secure Boot is on: the NVIDIA kernel module must be signed "
+                       "(Ubuntu: precompiled signed modules; Debian: DKMS with an enrolled MOK, see DEPLOYMENT.md)")
+    host.noop(f"pre-flight passed: {hardware.describe(gpus)} (from the {source}), {free} MiB free at "
+              f"{model_dir}, {ram} MiB RAM, {shm} MiB /dev/shm")
+    yield from ()  # a check, never a change
+
+
+@operation(is_idempotent=False)
+def reboot_and_wait(timeout: int = 600):
+    """Reboot and wait until the box is back *after* a reboot.
+
+    pyinfra's server.reboot confirms by /proc/uptime, which a container (and so the test harness)
+    does not reset; a marker in /run (a tmpfs on every systemd distro) is gone after any reboot.
+    """
+    import time
+
+    yield "mkdir -p /run/laguna-kit && touch /run/laguna-kit/awaiting-reboot"
+    yield "( sleep 1 && systemctl reboot ) </dev/null >/dev/null 2>&1 &"
+
+    def wait(state, host):  # noqa: F811 - pyinfra passes these two by name
+        time.sleep(3)
+        host.disconnect()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            host.connect(show_errors=False)
+            if host.connected:
+                marker = host.get_fact(Command, command="test -e /run/laguna-kit/awaiting-reboot && echo "
+                                                         "waiting || echo rebooted")
+                if marker == "rebooted":
+                    return
+                host.disconnect()
+            time.sleep(2)
+        raise OperationError(f"{host.name} did not come back from reboot within {timeout}s")
+
+    from pyinfra.api import FunctionCommand
+
+    yield FunctionCommand(wait, (), {})
+
+
+@operation()
+def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
+    """The installed driver must be the running one; that takes a reboot after a fresh install."""
+    from .facts import NvidiaSmiGpus
+
+    smi = host.get_fact(NvidiaSmiGpus)
+    if smi["ok"]:
+        host.noop("NVIDIA driver loaded")
+        return
+    if not allow_reboot:
+        raise OperationError(f"{host.name}: the NVIDIA driver is installed but not loaded "
+                             f"(nvidia-smi: {smi['message'] or 'not installed'}): reboot the box and re-run, "
+                             f"or set nvidia_allow_reboot=True to let the kit reboot it")
+    yield from reboot_and_wait._inner(timeout=reboot_timeout)
+
+
+@operation()
+def nvidia_gpus_verified(gpu_count: int, gpu_min_memory_mib: int, driver_branch: str):
+    """After the driver is in: nvidia-smi must see the GPUs the pre-flight counted, with their memory."""
+    from . import hardware
+    from .facts import NvidiaSmiGpus
+
+    smi = host.get_fact(NvidiaSmiGpus)
+    if not smi["ok"]:
+        if not host.state.is_executing:
+            host.noop("checked once the driver is loaded")
+            return
+        raise OperationError(f"{host.name}: nvidia-smi fails after the driver install and reboot: {smi['message']}")
+    problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib)
+    versions = {g.driver_version for g in smi["gpus"]}
+    wrong = [v for v in versions if not v.startswith(f"{driver_branch}.")]
+    if wrong:
+        problems.append(f"driver {', '.join(sorted(wrong))} is loaded, nvidia_driver_branch is {driver_branch}")
+    if problems:
+        raise OperationError(f"{host.name}: " + "; ".join(problems))
+    host.noop(f"nvidia-smi sees {hardware.describe(smi['gpus'])}, driver {', '.join(sorted(versions))}")
+    yield from ()  # a check, never a change
+
+
+@operation()
+def nvidia_runtime_configured(config: str = "/etc/docker/daemon.json"):
+    """`nvidia-ctk runtime configure` only when a read-only look at daemon.json says it is needed."""
+    current = read_json(config) or {}
+    if (current.get("runtimes") or {}).get("nvidia"):
+        host.noop("docker already has the nvidia runtime")
+        return
+    yield f"nvidia-ctk runtime configure --runtime=docker --config={config}"
+
+
+@operation()
+def docker_config_applied():
+    """Restart dockerd when daemon.json changed after it started (by the kit's merge or nvidia-ctk)."""
+    from .facts import DockerConfigState
+
+    st = host.get_fact(DockerConfigState)
+    if st["started"] is None or st["config_mtime"] is None or st["config_mtime"] <= st["started"]:
+        host.noop("dockerd runs with the current daemon.json")
+        return
+    yield "systemctl restart docker.service"

@@ -1,26 +1,19 @@
-# Docker engine: the distribution's package, daemon.json merged (never replaced), running.
+# Docker engine: the distribution's package, daemon.json merged (never replaced), running with the
+# daemon.json it has now (the container toolkit task may have added the nvidia runtime to it).
 from pyinfra import host
 from pyinfra.operations import server, systemd
 
-from laguna_kit.operations import apt_present, json_merged
+from laguna_kit.operations import apt_present, docker_config_applied, json_merged
 
 # Written before the package is installed, so the engine's very first start already uses it.
-daemon_config = json_merged(
+json_merged(
     name="Merge the kit's settings into /etc/docker/daemon.json",
     path="/etc/docker/daemon.json",
     wanted=host.data.docker_daemon_config,
 )
-
 apt_present(
     name=f"Install the Docker engine ({host.data.docker_package})",
     packages=[host.data.docker_package],
-)
-
-systemd.service(
-    name="Restart Docker for the changed daemon.json",
-    service="docker.service",
-    restarted=True,
-    _if=daemon_config.did_change,
 )
 systemd.service(
     name="Docker running and enabled at boot",
@@ -28,6 +21,7 @@ systemd.service(
     running=True,
     enabled=True,
 )
+docker_config_applied(name="Docker restarted when daemon.json changed since it started")
 
 for user in host.data.docker_group_users:
     server.user(name=f"Add {user} to the docker group", user=user, groups=["docker"], append=True)

@@ -28,7 +28,7 @@ def test_daemon_json_merge_keeps_keys_others_wrote(make_box, deploy):
     res = deploy(b, "deploy.py")
     assert res.ok, res.explain()
     cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
-    assert cfg["log-driver"] == "journald" and cfg["runtimes"] == {"x": {"path": "runc"}}
+    assert cfg["log-driver"] == "journald" and cfg["runtimes"]["x"] == {"path": "runc"}
     assert cfg["storage-driver"] == "vfs"
 
 

@@ -14,6 +14,7 @@ only the base URLs and the key differ:
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import subprocess
 import sys
@@ -86,6 +87,21 @@ def build_standin_deb(name: str, out: Path) -> Path:
     return deb
 
 
+def build_placeholder_deb(name: str, version: str, description: str, out: Path) -> Path:
+    """An empty package standing in for one whose real content is useless here (no real kernel)."""
+    stage = out / f".stage-{name}"
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / "DEBIAN").mkdir(parents=True)
+    (stage / "DEBIAN/control").write_text(
+        f"Package: {name}\nVersion: {version}\nArchitecture: amd64\nMaintainer: laguna-kit harness "
+        f"<harness@invalid>\nSection: kernel\nPriority: optional\nDescription: STAND-IN {description}\n"
+        " Empty package built by the laguna-kit test harness.\n")
+    deb = out / f"{name}_{version}_amd64.deb"
+    _run(["dpkg-deb", "--root-owner-group", "--build", str(stage), str(deb)])
+    shutil.rmtree(stage)
+    return deb
+
+
 def _index(repo_root: Path, pool_rel: str, packages_rel: str) -> None:
     """Write Packages and Packages.gz for the debs under pool_rel, paths relative to repo_root."""
     data = _run(["apt-ftparchive", "packages", pool_rel], cwd=repo_root)
@@ -109,7 +125,7 @@ def build() -> Path:
     root = cache_dir() / "served"
     stamp_inputs = sorted(str(p.relative_to(HERE)) + str(p.stat().st_mtime_ns)
                           for p in STANDINS.rglob("*") if p.is_file())
-    stamp = "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), *stamp_inputs]) + "\n"
+    stamp = "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), os.uname().release, *stamp_inputs]) + "\n"
     if (root / ".stamp").exists() and (root / ".stamp").read_text() == stamp:
         return root
     shutil.rmtree(root, ignore_errors=True)
@@ -125,6 +141,9 @@ def build() -> Path:
     main_pool.mkdir(parents=True)
     for deb in debs.glob("*.deb"):
         shutil.copy(deb, main_pool / deb.name)
+    # The boxes run this machine's kernel, which no archive has headers for.
+    build_placeholder_deb(f"linux-headers-{os.uname().release}", "1", "kernel headers for the harness kernel",
+                          main_pool)
     nonfree_pool = deb_root / "pool/non-free"
     nonfree_pool.mkdir(parents=True)
     build_standin_deb("nvidia-driver", nonfree_pool)

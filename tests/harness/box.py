@@ -154,7 +154,7 @@ class Box:
 
     def _overlay(self, base: Path) -> None:
         upper, work = self.state_dir / "upper", self.state_dir / "work"
-        for d in (upper, work, self.root):
+        for d in (upper, work, self.root, self.state_dir / "pci"):
             d.mkdir(parents=True, exist_ok=True)
         sh("mount", "-t", "overlay", "overlay", "-o",
            f"lowerdir={base},upperdir={upper},workdir={work}", str(self.root))
@@ -185,6 +185,18 @@ class Box:
         for timer in ("apt-daily.timer", "apt-daily-upgrade.timer"):
             (r / "etc/systemd/system" / timer).unlink(missing_ok=True)
             (r / "etc/systemd/system" / timer).symlink_to("/dev/null")
+        # Stand-in PCI bus: what sysfs shows of the GPUs before any driver is installed.
+        pci = self.state_dir / "pci"
+        for g in self.gpus:
+            dev = pci / g["bus_id"].lower()[4:].rjust(12, "0")
+            dev.mkdir(parents=True, exist_ok=True)
+            (dev / "vendor").write_text("0x10de\n")
+            (dev / "device").write_text(f"0x{g['pci_device']}\n")
+            (dev / "class").write_text("0x030000\n")
+            config = bytearray(64)  # the PCI config header, so lspci lists the cards too
+            config[0:4] = bytes.fromhex("de10") + int(g["pci_device"], 16).to_bytes(2, "little")
+            config[0x0B] = 0x03
+            (dev / "config").write_bytes(bytes(config))
         hw = r / "etc/standin-hardware"
         hw.mkdir(exist_ok=True)
         (hw / "README").write_text("STAND-IN hardware description for the laguna-kit test harness.\n")
@@ -198,7 +210,8 @@ class Box:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         nspawn = ["systemd-nspawn", "-D", str(self.root), "--boot", "--register=no", "--keep-unit",
                   "--capability=all", "--bind=/sys/fs/cgroup", f"--network-namespace-path=/run/netns/{self.netns}",
-                  f"--machine={self.name}", "--console=read-only"]
+                  f"--machine={self.name}", "--console=read-only",
+                  f"--bind-ro={self.state_dir / 'pci'}:/sys/bus/pci/devices"]
         # Exit 133 means the box asked to reboot: start it again, as systemd-nspawn@.service does.
         loop = (f'trap "kill -TERM \\$child 2>/dev/null; wait \\$child; exit 0" TERM; '
                 f'while :; do {" ".join(nspawn)} & child=$!; wait $child; rc=$?; '

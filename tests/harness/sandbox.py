@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,13 @@ def cleanup_stale() -> None:
     names |= {p.name for p in boxes_dir.glob("*")} if boxes_dir.exists() else set()
     for name in sorted(names):
         boxmod.Box(name, 0).destroy()
+    registry_pid = run_dir() / "registry.pid"
+    if registry_pid.exists():
+        try:
+            os.killpg(int(registry_pid.read_text()), signal.SIGTERM)
+        except (ProcessLookupError, ValueError):
+            pass
+        registry_pid.unlink()
 
 
 def run_in_sandbox(cmd: list[str], extra_env: dict | None = None) -> int:

@@ -75,7 +75,12 @@ class Servers:
         log = (run_dir() / "registry.log").open("ab")
         self.registry = subprocess.Popen(["docker-registry", "serve", str(conf)], stdout=log, stderr=log,
                                          start_new_session=True)
+        (run_dir() / "registry.pid").write_text(str(self.registry.pid))
         _wait_http(f"http://127.0.0.1:{REGISTRY_PORT}/v2/", 20, "docker-registry")
+        time.sleep(0.3)
+        if self.registry.poll() is not None:  # something else answered: the port is taken
+            raise HarnessError(f"docker-registry exited ({self.registry.returncode}); port {REGISTRY_PORT} "
+                               f"in use? see {run_dir() / 'registry.log'}")
 
     def urls(self, box) -> dict:
         """What a box uses to reach the servers (its control-link gateway address)."""
@@ -97,6 +102,7 @@ class Servers:
             if srv:
                 srv.shutdown()
                 srv.server_close()
+        (run_dir() / "registry.pid").unlink(missing_ok=True)
         if self.registry and self.registry.poll() is None:
             self.registry.terminate()
             try:

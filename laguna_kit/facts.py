@@ -1,0 +1,110 @@
+"""Facts pyinfra lacks. Each runs one cheap, side-effect-free command (facts are not cached)."""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra.api import FactBase
+
+from . import hardware
+
+
+class NvidiaSmiGpus(FactBase):
+    """The GPUs nvidia-smi sees: ``{"ok": bool, "gpus": [...], "message": str}``.
+
+    ``ok`` is False with nvidia-smi's own words when the driver is not loaded; the fact's default
+    (nvidia-smi absent) is ``{"ok": False, "gpus": [], "message": "nvidia-smi not installed"}``.
+    """
+
+    def requires_command(self):
+        return "nvidia-smi"
+
+    @staticmethod
+    def default():
+        return {"ok": False, "gpus": [], "message": "nvidia-smi not installed", "installed": False}
+
+    def command(self):
+        return (f"nvidia-smi --query-gpu={hardware.QUERY_FIELDS} --format=csv,noheader,nounits 2>&1; "
+                "echo __rc=$?")
+
+    def process(self, output):
+        rc_line = output[-1] if output and output[-1].startswith("__rc=") else "__rc=1"
+        lines = [line for line in output if not line.startswith("__rc=")]
+        if rc_line != "__rc=0":
+            return {"ok": False, "gpus": [], "message": " ".join(lines).strip(), "installed": True}
+        return {"ok": True, "gpus": hardware.parse_query_gpu(lines), "message": "", "installed": True}
+
+
+class PciGpus(FactBase):
+    """NVIDIA display controllers on the PCI bus (from sysfs; works before any driver is in)."""
+
+    def command(self):
+        return ("for d in /sys/bus/pci/devices/*; do [ -r \"$d/vendor\" ] || continue; "
+                "printf '%s %s %s %s\\n' \"${d##*/}\" \"$(cat $d/vendor)\" \"$(cat $d/device)\" \"$(cat $d/class)\"; "
+                "done")
+
+    def process(self, output):
+        return hardware.parse_sysfs_pci(output)
+
+
+class FreeSpaceMiB(FactBase):
+    """MiB available to unprivileged writers at `path`, or at its nearest existing parent."""
+
+    def command(self, path):
+        return (f"p={shlex.quote(path)}; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; "
+                "df -Pm \"$p\" | tail -n 1")
+
+    def process(self, output):
+        return int(output[-1].split()[3])
+
+
+class SecureBoot(FactBase):
+    """True when UEFI Secure Boot is on (unsigned driver modules would not load), False otherwise."""
+
+    def command(self):
+        return ("v=$(ls /sys/firmware/efi/efivars/SecureBoot-* 2>/dev/null | head -n 1); "
+                "if [ -n \"$v\" ]; then od -An -t u1 \"$v\" | awk '{print $NF}'; else echo 0; fi")
+
+    def process(self, output):
+        return output[-1].strip() == "1"
+
+
+class MemTotalMiB(FactBase):
+    def command(self):
+        return "awk '/^MemTotal:/ {print int($2/1024)}' /proc/meminfo"
+
+    def process(self, output):
+        return int(output[-1])
+
+
+class DockerConfigState(FactBase):
+    """``{"config_mtime": int|None, "started": int|None}``: daemon.json's mtime and when dockerd last started."""
+
+    def command(self):
+        return ("stat -c %Y /etc/docker/daemon.json 2>/dev/null || echo none; "
+                "ts=$(systemctl show docker.service -p ActiveEnterTimestamp --value 2>/dev/null); "
+                "if [ -n \"$ts\" ] && [ \"$(systemctl is-active docker.service)\" = active ]; "
+                "then date -d \"$ts\" +%s; else echo none; fi")
+
+    def process(self, output):
+        values = [None if v.strip() == "none" else int(v) for v in output[-2:]]
+        return {"config_mtime": values[0], "started": values[1]}
+
+
+class FileSizes(FactBase):
+    """``{relative path: size}`` of the regular files under a folder (empty when it is missing)."""
+
+    @staticmethod
+    def default():
+        return {}
+
+    def command(self, path):
+        return f"[ -d {shlex.quote(path)} ] && cd {shlex.quote(path)} && find . -type f -printf '%s %P\\n' || true"
+
+    def process(self, output):
+        out = {}
+        for line in output:
+            size, _, rel = line.partition(" ")
+            if rel:
+                out[rel] = int(size)
+        return out

@@ -1,0 +1,88 @@
+"""GPU inventory: parsing real nvidia-smi / sysfs output and judging it against what the recipe needs.
+
+Pure functions, tested against output captured from a real GPU (shared/fixtures/nvidia-smi/).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+# The field order of the real capture in shared/fixtures/nvidia-smi/*/query-gpu.csv.
+QUERY_FIELDS = "index,name,memory.total,memory.used,memory.free,driver_version,pci.bus_id,uuid,compute_cap"
+
+# PCI device ids whose memory is certain, so a wrong card is refused before a driver goes in.
+# Unknown ids are counted, and their memory is checked once nvidia-smi can read it.
+KNOWN_PCI = {
+    "2204": ("NVIDIA GeForce RTX 3090", 24576),
+    "2684": ("NVIDIA GeForce RTX 4090", 24564),
+    "2704": ("NVIDIA GeForce RTX 4080", 16376),
+    "2335": ("NVIDIA H200", 143771),
+}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_mib: int | None  # None: not known until the driver can read it
+    bus_id: str = ""
+    uuid: str = ""
+    compute_cap: str = ""
+    driver_version: str = ""
+
+
+class ParseError(ValueError):
+    pass
+
+
+def parse_query_gpu(lines: list[str]) -> list[Gpu]:
+    """Rows of ``nvidia-smi --query-gpu=QUERY_FIELDS --format=csv,noheader,nounits``."""
+    gpus = []
+    for line in lines:
+        if not line.strip():
+            continue
+        cols = [c.strip() for c in line.split(",")]
+        if len(cols) != len(QUERY_FIELDS.split(",")):
+            raise ParseError(f"unexpected nvidia-smi row ({len(cols)} columns): {line!r}")
+        _, name, mem, _used, _free, driver, bus, uuid, cap = cols
+        try:
+            memory = int(float(mem))
+        except ValueError:
+            raise ParseError(f"nvidia-smi memory.total is not a number: {mem!r}") from None
+        gpus.append(Gpu(name, memory, bus, uuid, cap, driver))
+    return gpus
+
+
+def parse_sysfs_pci(lines: list[str]) -> list[Gpu]:
+    """``<slot> <vendor> <device> <class>`` lines from sysfs: NVIDIA (0x10de) display class (0x03xxxx)."""
+    gpus = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        slot, vendor, device, cls = parts
+        if vendor.lower() != "0x10de" or not cls.lower().startswith("0x03"):
+            continue
+        dev = device.lower().removeprefix("0x")
+        name, memory = KNOWN_PCI.get(dev, (f"NVIDIA GPU [10de:{dev}]", None))
+        gpus.append(Gpu(name, memory, bus_id=slot))
+    return gpus
+
+
+def describe(gpus: list[Gpu]) -> str:
+    if not gpus:
+        return "no NVIDIA GPU"
+    counts = Counter((g.name, g.memory_mib) for g in gpus)
+    return ", ".join(f"{n}× {name}" + (f" ({mem} MiB)" if mem else " (memory unknown until the driver is in)")
+                     for (name, mem), n in counts.items())
+
+
+def gpu_problems(gpus: list[Gpu], count: int, min_memory_mib: int) -> list[str]:
+    """Why these GPUs cannot run the champion (empty when they can, or cannot be judged yet)."""
+    need = f"need {count} GPUs ≥ {min_memory_mib} MiB each"
+    if len(gpus) != count:
+        return [f"found {describe(gpus)}, {need} (tensor parallel size {count})"]
+    small = [g for g in gpus if g.memory_mib is not None and g.memory_mib < min_memory_mib]
+    if small:
+        return [f"found {describe(gpus)}, {need}"]
+    return []

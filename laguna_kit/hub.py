@@ -1,0 +1,75 @@
+"""What the hub says a pinned checkpoint is: its files, sizes and sha256, through huggingface_hub.
+
+Runs on the control machine (pre-flight sizing, the verification plan). The token comes from the
+environment and is only handed to the client, never formatted into a message.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+
+COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class HubFile:
+    path: str
+    size: int
+    sha256: str | None  # LFS files: the content hash the hub stores; small git files: None
+    blob_id: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    repo: str
+    commit: str
+    files: tuple[HubFile, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def folder(self) -> str:
+        return self.repo.split("/")[-1]
+
+
+class HubError(RuntimeError):
+    pass
+
+
+def token_from_env(var: str) -> str | None:
+    return os.environ.get(var) or None
+
+
+@functools.lru_cache(maxsize=16)
+def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Checkpoint:
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, \
+        RevisionNotFoundError
+
+    api = HfApi(endpoint=endpoint, token=token_from_env(token_var) or False)
+    try:
+        info = api.model_info(repo, revision=revision, files_metadata=True)
+    except GatedRepoError:
+        raise HubError(f"{repo} at {endpoint} needs a token with access: set {token_var}") from None
+    except RepositoryNotFoundError:
+        raise HubError(f"{repo} not found at {endpoint} (or {token_var} lacks access)") from None
+    except RevisionNotFoundError:
+        raise HubError(f"{repo} has no revision {revision!r} at {endpoint}") from None
+    except HfHubHTTPError as exc:
+        raise HubError(f"hub {endpoint} refused the metadata request for {repo}: HTTP "
+                       f"{exc.response.status_code if exc.response is not None else '?'}") from None
+    except OSError as exc:
+        raise HubError(f"cannot reach the hub at {endpoint}: {type(exc).__name__}") from None
+    files = tuple(HubFile(s.rfilename, s.size if s.size is not None else s.lfs.size,
+                          s.lfs.sha256 if s.lfs else None, s.blob_id or "")
+                  for s in info.siblings or [])
+    return Checkpoint(repo, info.sha, files)
+
+
+def is_pinned(revision: str) -> bool:
+    return bool(COMMIT_RE.fullmatch(revision))

@@ -1,0 +1,28 @@
+# Pre-flight: refuse a box that cannot serve the champion, before anything on it changes.
+from pyinfra import host
+
+from laguna_kit.facts import FileSizes
+from laguna_kit.hub import HubError, checkpoint
+from laguna_kit.operations import preflight
+
+# Space still needed = what the hub says the pinned checkpoints are, less what is already on disk.
+d = host.data
+need_mib, hub_problem = 0, None
+try:
+    for repo, rev in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):
+        ckpt = checkpoint(d.hf_endpoint, repo, rev, d.hf_token_env)
+        have = host.get_fact(FileSizes, path=f"{d.model_dir}/{ckpt.folder}")
+        need_mib += sum(f.size for f in ckpt.files if have.get(f.path) != f.size) // (1 << 20)
+except HubError as exc:
+    hub_problem = str(exc)
+
+preflight(
+    name="Pre-flight: OS, GPUs, disk, RAM, /dev/shm",
+    gpu_count=d.gpu_count,
+    gpu_min_memory_mib=d.gpu_min_memory_mib,
+    model_dir=d.model_dir,
+    need_mib=need_mib + d.checkpoint_free_margin_gib * 1024,
+    min_ram_mib=d.min_ram_mib,
+    min_shm_mib=d.min_shm_mib,
+    hub_problem=hub_problem,
+)
