@@ -5,3 +5,4 @@ local.include("tasks/preflight.py")  # refuse wrong hardware before anything cha
 local.include("tasks/driver.py")
 local.include("tasks/container_toolkit.py")
 local.include("tasks/docker.py")
+local.include("tasks/models.py")

@@ -37,7 +37,11 @@ drafter_revision = "5e07c246915c86dc6920fead03d019989224f2ba"  # pinned together
 checkpoint_free_margin_gib = 10  # ~85 GB of checkpoints plus this, free before the first byte
 hf_endpoint = "https://huggingface.co"  # the hub (a mirror or the harness stand-in elsewhere)
 pip_index_url = "https://pypi.org/simple"  # where the box-side downloader venv gets huggingface_hub
+pip_trusted_host = ""  # only for a plain-HTTP index (a local mirror); PyPI itself needs none
 hf_token_env = "HF_TOKEN"  # the control machine's environment variable holding the hub token
+hf_hub_version = "2.4.0"  # huggingface_hub in the box-side downloader venv (same pin as requirements.txt)
+checkpoint_rehash = False  # True re-hashes every file once (suspected bit rot); normally a stat record is trusted
+download_workers = 4  # files fetched in parallel per checkpoint (15 target shards)
 
 # --- service ----------------------------------------------------------------------------------
 serving_mode = "champion"  # a row of laguna_kit/profiles.py: champion | context-first | speed-128k

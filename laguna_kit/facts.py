@@ -108,3 +108,39 @@ class FileSizes(FactBase):
             if rel:
                 out[rel] = int(size)
         return out
+
+
+class CheckpointState(FactBase):
+    """``{"stats": {path: {size, mtime_ns, inode}}, "state": dict}`` for a checkpoint folder.
+
+    Only stat and the small verification record are read: judging a converged box hashes nothing.
+    """
+
+    def command(self, path):
+        q = shlex.quote(path)
+        return (f"if [ -d {q} ]; then cd {q} && find . -type f -not -path './.laguna-*' "
+                f"-printf '%s %T@ %i %P\\n'; fi; echo __STATE__; cat {q}/.laguna-verified.json 2>/dev/null; true")
+
+    @staticmethod
+    def default():
+        return {"stats": {}, "state": {}}
+
+    def process(self, output):
+        import json
+
+        stats, state_lines, in_state = {}, [], False
+        for line in output:
+            if line == "__STATE__":
+                in_state = True
+            elif in_state:
+                state_lines.append(line)
+            else:
+                size, mtime, inode, rel = line.split(" ", 3)
+                sec, _, frac = mtime.partition(".")
+                stats[rel] = {"size": int(size), "mtime_ns": int(sec) * 10**9 + int((frac + "0" * 9)[:9]),
+                              "inode": int(inode)}
+        try:
+            state = json.loads("\n".join(state_lines)) if state_lines else {}
+        except ValueError:
+            state = {}
+        return {"stats": stats, "state": state}

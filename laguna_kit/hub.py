@@ -73,3 +73,39 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
 
 def is_pinned(revision: str) -> bool:
     return bool(COMMIT_RE.fullmatch(revision))
+
+
+# --- what is on the box, judged without hashing ------------------------------------------------
+
+STATE_NAME = ".laguna-verified.json"  # written by files/laguna_fetch.py next to the checkpoint
+
+
+def manifest(ckpt: Checkpoint) -> dict:
+    """What files/laguna_fetch.py gets: the pinned commit and each file's size and hub hash."""
+    return {"repo": ckpt.repo, "revision": ckpt.commit,
+            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256, "blob_id": f.blob_id}
+                      for f in ckpt.files]}
+
+
+def not_verified(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:
+    """Files whose verified-state record does not still match their stat (empty: nothing to do).
+
+    `stats` maps path -> {size, mtime_ns, inode} as the box sees them now; `state` is the record.
+    A matching record proves the file was hashed against this commit and has not changed since.
+    """
+    if state.get("revision") != ckpt.commit:
+        return [f"record is for revision {state.get('revision')}" if state else "no verification record"]
+    records = state.get("files", {})
+    out = []
+    for f in ckpt.files:
+        rec, st = records.get(f.path), stats.get(f.path)
+        if st is None:
+            out.append(f"{f.path} missing")
+        elif not rec or rec.get("hash") != (f.sha256 or f.blob_id):
+            out.append(f"{f.path} not verified")
+        elif any(rec.get(k) != st[k] for k in ("size", "mtime_ns", "inode")):
+            out.append(f"{f.path} changed since it was verified")
+    wanted = {f.path for f in ckpt.files}
+    out += [f"{p} is not part of {ckpt.commit[:12]}" for p in stats
+            if p.endswith(".safetensors") and "/" not in p and p not in wanted]
+    return out

@@ -232,3 +232,46 @@ def docker_config_applied():
         host.noop("dockerd runs with the current daemon.json")
         return
     yield "systemctl restart docker.service"
+
+
+# --- checkpoints --------------------------------------------------------------------------------
+
+@operation()
+def checkpoint_synced(ckpt, dest: str, endpoint: str, token_var: str, kit_dir: str, workers: int,
+                      margin_mib: int, rehash: bool = False):
+    """The pinned checkpoint is in `dest`, every file verified against the hub's hash.
+
+    Judged from stat and the box's verification record: a converged box is not hashed. Otherwise
+    files/laguna_fetch.py runs on the box (resume, hash, quarantine, one re-fetch). The hub token
+    travels as an uploaded 0600 file, removed when the fetch ends; it is never in a command line.
+    """
+    import os
+    import shlex
+
+    from pyinfra.api import FileUploadCommand
+
+    from . import hub
+    from .facts import CheckpointState
+
+    seen = host.get_fact(CheckpointState, path=dest)
+    todo = hub.not_verified(ckpt, seen["stats"], seen["state"]) or (["re-hash asked for"] if rehash else [])
+    if not todo:
+        host.noop(f"{ckpt.repo}@{ckpt.commit[:12]}: {len(ckpt.files)} files verified "
+                  f"({ckpt.size / 2**30:.2f} GiB), nothing hashed")
+        return
+    state_dir = f"{kit_dir}/state"
+    manifest_path = f"{state_dir}/{ckpt.folder}.manifest.json"
+    yield f"install -d -m 755 {shlex.quote(state_dir)} {shlex.quote(dest)}"
+    yield FileUploadCommand(io.StringIO(json.dumps(hub.manifest(ckpt))), manifest_path)
+    token_file = f"{kit_dir}/secrets/hf_token"
+    token = os.environ.get(token_var) or ""
+    if token:
+        yield f"install -d -m 700 {kit_dir}/secrets"
+        yield FileUploadCommand(io.StringIO(token), token_file)
+        yield f"chmod 600 {token_file}"
+    fetch = " ".join(shlex.quote(a) for a in [
+        f"{kit_dir}/venv/bin/python", f"{kit_dir}/bin/laguna_fetch.py", "--repo", ckpt.repo,
+        "--manifest", manifest_path, "--dest", dest, "--endpoint", endpoint, "--token-file", token_file,
+        "--workers", str(workers), "--margin-mib", str(margin_mib)] + (["--rehash"] if rehash else []))
+    # The record of every run (bytes fetched and hashed) feeds status and the benchmarks.
+    yield (f"{fetch} >> {state_dir}/fetch-log.jsonl; rc=$?; rm -f {token_file}; exit $rc")

@@ -2,10 +2,12 @@
 
 import json
 
+DEPLOY = "tests/deploys/docker.py"
+
 
 def test_docker_converges_and_second_run_changes_nothing(make_box, deploy, sandbox):
     b = make_box()
-    first = deploy(b, "deploy.py")
+    first = deploy(b, DEPLOY)
     assert first.ok, first.explain()
     assert first.changed(b.name), "a bare box must need changes"
     assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "install ok installed"
@@ -16,7 +18,7 @@ def test_docker_converges_and_second_run_changes_nothing(make_box, deploy, sandb
     assert cfg["registry-mirrors"] == [sandbox.servers.urls(b)["registry_mirror"]]
     assert b.run("docker info --format '{{.Driver}}'").stdout.strip() == "vfs"
 
-    second = deploy(b, "deploy.py")
+    second = deploy(b, DEPLOY)
     assert second.ok, second.explain()
     assert second.changed() == [], f"second run changed: {second.changed()}"
 
@@ -25,7 +27,7 @@ def test_daemon_json_merge_keeps_keys_others_wrote(make_box, deploy):
     b = make_box()
     b.run("mkdir -p /etc/docker && echo '{\"log-driver\": \"journald\", \"runtimes\": {\"x\": {\"path\": \"runc\"}}}'"
           " > /etc/docker/daemon.json")
-    res = deploy(b, "deploy.py")
+    res = deploy(b, DEPLOY)
     assert res.ok, res.explain()
     cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
     assert cfg["log-driver"] == "journald" and cfg["runtimes"]["x"] == {"path": "runc"}
@@ -35,7 +37,7 @@ def test_daemon_json_merge_keeps_keys_others_wrote(make_box, deploy):
 def test_invalid_daemon_json_is_refused_not_overwritten(make_box, deploy):
     b = make_box()
     b.run("mkdir -p /etc/docker && echo '{broken' > /etc/docker/daemon.json")
-    res = deploy(b, "deploy.py")
+    res = deploy(b, DEPLOY)
     assert not res.ok
     assert "is not valid JSON" in res.output
     assert b.run("cat /etc/docker/daemon.json").stdout.strip() == "{broken"
@@ -43,7 +45,7 @@ def test_invalid_daemon_json_is_refused_not_overwritten(make_box, deploy):
 
 def test_standin_image_pulls_by_its_production_name_and_answers(make_box, deploy):
     b = make_box()
-    assert deploy(b, "deploy.py").ok
+    assert deploy(b, DEPLOY).ok
     b.run("docker pull -q vllm/vllm-openai:v0.25.1", timeout=300)
     b.run("mkdir -p /models/m && echo '{}' > /models/m/config.json")
     b.run("docker run -d --name probe --network host -v /models:/root/.cache/huggingface:ro "

@@ -97,6 +97,7 @@ class Sandbox:
             "tailscale_repo": u["tailscale_repo"],
             "tailscale_key_url": u["tailscale_key"],
             "pip_index_url": u["pip_index"],
+            "pip_trusted_host": b.control_address,
             "hf_endpoint": u["hf_endpoint"],
             "docker_daemon_config": dict(HARNESS_DOCKER, **{"registry-mirrors": [u["registry_mirror"]]}),
             "nvidia_allow_reboot": True,

@@ -121,6 +121,17 @@ class Hub:
         self.cut: dict[str, int] = {}
         self.corrupt: set[str] = set()
 
+    def replace_file(self, repo_id: str, path: str, data: bytes | None) -> bytes | None:
+        """Change (or with None, delete) a file of a stand-in repo; returns the old content."""
+        repo = self.repos[repo_id]
+        with self.lock:
+            old = repo.files.pop(path, None)
+            repo.meta.pop(path, None)
+            if data is not None:
+                repo.files[path] = data
+                repo.__post_init__()
+        return old
+
     def resolve(self, repo: Repo, revision: str) -> str | None:
         return repo.commit if revision in (repo.commit, "main") else None
 

@@ -1,0 +1,172 @@
+"""tasks/models.py through the stand-in hub: verified, resumable, repaired, never re-hashed needlessly."""
+
+import hashlib
+import json
+
+import httpx
+import pytest
+
+from tests.harness import servers, standin_hub
+
+TARGET = "/models/Laguna-S-2.1-INT4"
+SHARD = "model-00005-of-00015.safetensors"
+HUB = f"http://127.0.0.1:{servers.HUB_PORT}"
+DEPLOY = "tests/deploys/models.py"
+
+
+def hub_control(path, body=None):
+    return httpx.post(f"{HUB}/_standin/{path}", json=body or {}).json()
+
+
+def served(name):
+    return httpx.get(f"{HUB}/_standin/stats").json()["served"].get(f"{standin_hub.TARGET_REPO}/{name}", 0)
+
+
+def fetch_log(b):
+    out = b.run("cat /opt/laguna-kit/state/fetch-log.jsonl 2>/dev/null || true").stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def hub_file(sandbox, name):
+    return sandbox.servers.hub.repos[standin_hub.TARGET_REPO].files[name]
+
+
+@pytest.fixture(scope="module")
+def converged_box(sandbox):
+    """One converged box shared by the tests that damage it and expect the kit to repair it."""
+    from tests.harness.deployrun import run_deploy
+    b = sandbox.add_box()
+    res = run_deploy(sandbox, [b], DEPLOY)
+    assert res.ok, res.explain()
+    yield b
+    sandbox.remove_box(b)
+
+
+@pytest.fixture
+def converged(converged_box, deploy):
+    yield converged_box
+    # Each test leaves the box converged again, for the next one.
+    assert deploy(converged_box, DEPLOY).changed() == []
+
+
+def test_fresh_download_is_verified_and_rerun_hashes_nothing(converged, deploy, sandbox):
+    b = converged
+    for name, data in sandbox.servers.hub.repos[standin_hub.TARGET_REPO].files.items():
+        assert b.run(f"sha256sum {TARGET}/{name}").stdout.split()[0] == hashlib.sha256(data).hexdigest(), name
+    assert b.run("cat /models/Laguna-S-2.1-DFlash-INT4/config.json").stdout
+    logs = fetch_log(b)
+    target = next(x for x in logs if x["repo"] == standin_hub.TARGET_REPO)
+    assert target["fetched"] == 19 and target["hashed_bytes"] == target["downloaded_bytes"]
+    assert b.run(f"ls -A {TARGET} | grep -c laguna-partial", check=False).stdout.strip() == "0"
+
+    hub_control("reset")
+    second = deploy(b, DEPLOY)
+    assert second.ok, second.explain()
+    assert second.changed() == [], second.changed()
+    assert len(fetch_log(b)) == len(logs), "the downloader ran on a converged box"
+    assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}, "bytes were downloaded again"
+
+    # A file whose stat changed is re-hashed, and only that one.
+    b.run(f"touch {TARGET}/{SHARD}")
+    third = deploy(b, DEPLOY)
+    assert third.ok, third.explain()
+    last = fetch_log(b)[-1]
+    assert last["hashed_bytes"] == len(hub_file(sandbox, SHARD)) and last["downloaded_bytes"] == 0
+
+
+def test_killed_transfer_resumes_from_the_bytes_on_disk(make_box, deploy, sandbox):
+    b = make_box()
+    hub_control("reset")
+    size = len(hub_file(sandbox, SHARD))
+    hub_control("faults", {"cut": {SHARD: 400_000}})
+    first = deploy(b, DEPLOY)
+    assert not first.ok
+    assert f"{SHARD}: transfer interrupted" in first.output and "re-run to resume" in first.output
+    partial = int(b.run(f"stat -c %s {TARGET}/.laguna-partial/{SHARD}.part").stdout)
+    assert 0 < partial < size
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, "a half file looks complete"
+    hub_control("reset")
+    second = deploy(b, DEPLOY)
+    assert second.ok, second.explain()
+    refetched = served(SHARD)
+    missing = size - partial
+    print(f"resume: {partial} bytes kept, {missing} missing, {refetched} fetched ({refetched / missing:.3f}x)")
+    assert refetched <= 1.05 * missing
+    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+
+
+@pytest.mark.parametrize("damage", [
+    f"printf 'XXXXXXXX' | dd of={TARGET}/{SHARD} bs=1 seek=4096 conv=notrunc status=none",
+    f"truncate -s 1000 {TARGET}/{SHARD}",
+], ids=["corrupted", "truncated"])
+def test_damaged_shard_is_named_quarantined_and_repaired(converged, deploy, sandbox, damage):
+    b = converged
+    b.run(damage)
+    res = deploy(b, DEPLOY)
+    assert res.ok, res.explain()
+    last = fetch_log(b)[-1]
+    assert any(r.startswith(SHARD) for r in last["repaired"]), last
+    assert b.run(f"ls {TARGET}/.laguna-quarantine/").stdout.startswith(SHARD)
+    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+
+
+def test_a_source_serving_wrong_bytes_twice_fails_with_both_hashes(make_box, deploy, sandbox):
+    b = make_box()
+    hub_control("reset")
+    hub_control("faults", {"corrupt": {SHARD: True}})
+    try:
+        res = deploy(b, DEPLOY)
+    finally:
+        hub_control("reset")
+    assert not res.ok
+    want = hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    assert f"{SHARD}: fetched twice, both wrong" in res.output and f"the hub's hash is {want}" in res.output
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1
+
+
+def test_index_naming_a_missing_shard_is_caught(make_box, deploy, sandbox):
+    b = make_box()
+    hub = sandbox.servers.hub
+    name = "model.safetensors.index.json"
+    index = json.loads(hub_file(sandbox, name))
+    index["weight_map"]["model.layers.99.weight"] = "model-00016-of-00015.safetensors"
+    old = hub.replace_file(standin_hub.TARGET_REPO, name, json.dumps(index).encode())
+    try:
+        res = deploy(b, DEPLOY)
+    finally:
+        hub.replace_file(standin_hub.TARGET_REPO, name, old)
+    assert not res.ok
+    assert "names shards that are not present: model-00016-of-00015.safetensors" in res.output
+
+
+def test_stray_shard_from_another_revision_is_moved_aside(converged, deploy):
+    b = converged
+    b.run(f"cp {TARGET}/{SHARD} {TARGET}/model-00016-of-00016.safetensors")
+    res = deploy(b, DEPLOY)
+    assert res.ok, res.explain()
+    assert b.run(f"test -e {TARGET}/model-00016-of-00016.safetensors", check=False).returncode == 1
+    assert "model-00016-of-00016.safetensors" in b.run(f"ls {TARGET}/.laguna-quarantine/").stdout
+
+
+def test_token_is_used_but_never_shown_or_left_on_the_box(make_box, deploy, sandbox):
+    b = make_box()
+    hub_control("reset")
+    res = deploy(b, DEPLOY, args=["-v"])
+    assert res.ok, res.explain()
+    assert servers.HUB_TOKEN not in res.output
+    assert f"Bearer {servers.HUB_TOKEN}" in sandbox.servers.hub.auth_seen, "the box did not authenticate"
+    leaks = b.run(f"grep -rl {servers.HUB_TOKEN} /opt /models /etc /root /var/log /tmp 2>/dev/null; "
+                  f"journalctl --no-pager 2>/dev/null | grep -c {servers.HUB_TOKEN}", check=False).stdout.split()
+    assert leaks == ["0"], leaks
+    assert b.run("ls -A /opt/laguna-kit/secrets").stdout.strip() == ""
+    assert b.run("stat -c %a /opt/laguna-kit/secrets").stdout.strip() == "700"
+
+
+def test_disk_too_small_is_refused_before_the_first_byte(make_box, deploy):
+    b = make_box()
+    b.run("mkdir -p /models && mount -t tmpfs -o size=8m tmpfs /models")
+    hub_control("reset")
+    res = deploy(b, DEPLOY, data={"checkpoint_free_margin_gib": 0})
+    assert not res.ok
+    assert "MiB free at /models, need 15 MiB" in res.output, res.explain()
+    assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}
