@@ -5,4 +5,8 @@ local.include("tasks/preflight.py")  # refuse wrong hardware before anything cha
 local.include("tasks/driver.py")
 local.include("tasks/container_toolkit.py")
 local.include("tasks/docker.py")
+local.include("tasks/box_tools.py")  # the kit's downloader, release manager and gate on the box
 local.include("tasks/models.py")
+local.include("tasks/image.py")
+local.include("tasks/service.py")
+local.include("tasks/validate.py")

@@ -1,7 +1,7 @@
 # The kit's knobs: every version, path, port and flag the deploy uses is defined here, once.
 # Values are the upstream recipe's measured ones (../shared/seed); each line says why.
 # Override per host in your hosts file ([host.data]) or with `pyinfra --data key=value`.
-# Serving flags live in the profile table in laguna_kit/profiles.py, selected by `serving_mode`.
+# Serving flags live in `serving_profiles` below (the only place they are set), picked by `serving_mode`.
 
 # --- hardware the champion was measured on -------------------------------------------------
 gpu_count = 4  # TP4: the champion shards the model over exactly four GPUs
@@ -39,19 +39,73 @@ hf_endpoint = "https://huggingface.co"  # the hub (a mirror or the harness stand
 pip_index_url = "https://pypi.org/simple"  # where the box-side downloader venv gets huggingface_hub
 pip_trusted_host = ""  # only for a plain-HTTP index (a local mirror); PyPI itself needs none
 hf_token_env = "HF_TOKEN"  # the control machine's environment variable holding the hub token
-hf_hub_version = "2.4.0"  # huggingface_hub in the box-side downloader venv (same pin as requirements.txt)
+box_venv_packages = ["huggingface_hub==2.4.0", "httpx==0.29.0"]  # the box-side tools' venv (pins as requirements.txt)
 checkpoint_rehash = False  # True re-hashes every file once (suspected bit rot); normally a stat record is trusted
 download_workers = 4  # files fetched in parallel per checkpoint (15 target shards)
 
 # --- service ----------------------------------------------------------------------------------
-serving_mode = "champion"  # a row of laguna_kit/profiles.py: champion | context-first | speed-128k
-api_port = 8080  # the recipe's public port; upstream maps 8080 -> vLLM's 8000
+serving_mode = "champion"  # a row of serving_profiles: champion | context-first | speed-128k
+api_port = 8080  # the recipe's public port; vLLM listens on it directly (host network, nftables guard)
 served_model_name = "laguna"  # what clients ask for in "model"
-kit_dir = "/opt/laguna-kit"  # releases, state and the downloader venv on the box
+kit_dir = "/opt/laguna-kit"  # releases, state, the downloader venv and the kit's box-side scripts
+container_name = "vllm-laguna"  # the recipe's container name; the unit removes a stale one before start
+unit_name = "laguna-vllm.service"  # systemd owns restarts (the container has no Docker restart policy)
+shm_size = "16g"  # the recipe's --shm-size (it has no effect beside --ipc=host, kept to match the recipe)
+start_limit_burst = 3  # crash loop: systemd gives up after this many failures in start_limit_interval_s ...
+start_limit_interval_s = 600  # ... so the first failure's log is still at the top of journalctl
+container_env = {  # the recipe's environment, exactly
+    "CUDA_VISIBLE_DEVICES": "0,1,2,3",  # the four cards of TP4
+    "VLLM_ENABLE_CUDA_COMPATIBILITY": "0",  # use the host driver, not the image's compat libs
+    "VLLM_USE_DEEP_GEMM": "0",  # DeepGEMM kernels are not for Ampere
+    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",  # less fragmentation at 200K prefill
+}
+vllm_common_args = [  # every mode: the recipe's fixed flags (parsers, MoE backend, TP4)
+    "--trust-remote-code",  # Laguna's model code ships with the checkpoint
+    "--tensor-parallel-size", "4",  # TP4 over the four 24 GB cards
+    "--pipeline-parallel-size", "1",
+    "--enable-auto-tool-choice",  # tool calls parsed: all three of these flags together
+    "--tool-call-parser", "poolside_v1",
+    "--reasoning-parser", "poolside_v1",
+    "--moe-backend", "marlin",  # Marlin INT4 MoE kernels on Ampere
+    "--disable-custom-all-reduce",  # PCIe 3090s without NVLink
+    "--default-chat-template-kwargs", '{"enable_thinking": true}',
+]
+serving_profiles = {  # the recipe's three modes; None = the flag is left out (vLLM's default)
+    "champion": {  # 200K, up to 282.5 tok/s; proven with a fresh 190,002-token prompt + generation
+        "max_model_len": 204800,  # 200K; KV pool 212,822 tokens (1.04x concurrency)
+        "gpu_memory_utilization": 0.87,  # headroom for Marlin MoE + DFlash buffers (0.90 OOMed)
+        "max_num_seqs": 4,  # graph reservation 0.43 GiB vs 0.74 GiB at 8: a memory lever
+        "max_num_batched_tokens": 2048,  # prefill workspace; the 4096 chunk OOMed at ~180K
+        "dflash_tokens": 7,  # DFlash k=7; acceptance collapsed beyond ~5 positions at k=15
+        "gate_prompt_tokens": 190000,  # the recipe's fresh near-limit gate
+        "derived": [],
+    },
+    "context-first": {  # 256K without DFlash, 88.9 tok/s flat, KV pool 390,566
+        "max_model_len": None,  # native 262,144: no cap
+        "gpu_memory_utilization": None,  # vLLM's default (0.92), as published
+        "max_num_seqs": 8,
+        "max_num_batched_tokens": None,  # not published: vLLM's default
+        "dflash_tokens": None,  # no speculative decoding
+        "gate_prompt_tokens": 250000,  # derived: near the 262,144 limit, like the champion's gate
+        "derived": ["gate_prompt_tokens", "marlin and --disable-custom-all-reduce kept (not stated)"],
+    },
+    "speed-128k": {  # the prior speed build and the recipe's rollback: 149.9-259.7 tok/s, pool 160,335
+        "max_model_len": 131072,  # derived: "128K" read as 131,072 (not stated)
+        "gpu_memory_utilization": 0.88,
+        "max_num_seqs": 8,
+        "max_num_batched_tokens": 4096,
+        "dflash_tokens": 7,
+        "gate_prompt_tokens": 120000,  # derived: near the 131,072 limit
+        "derived": ["max_model_len", "gate_prompt_tokens"],
+    },
+}
+vllm_extra_args = []  # extra vLLM flags; the seed's proven-unsafe ones are refused unless forced
+container_extra_env = {}  # extra container env; the graph-estimate switch is refused unless forced
+force_unsafe = False  # accept flags the recipe saw crash (gmu >= 0.90 with DFlash, estimate off, ...)
 
 # --- validation -------------------------------------------------------------------------------
 ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack allows ~10 min
-gate_prompt_tokens = 190000  # the recipe's fresh near-limit prompt (190,002 tokens measured)
 gate_max_tokens = 32  # the recipe's gate generation length
 gate_timeout_s = 300  # the recipe's gate client timeout
+dflash_min_acceptance = 0.2  # far below a matched drafter; a mismatched one accepted 0 of 8,449 drafts
 skip_validation = False  # only for debugging a box: a deploy without the gate proves nothing

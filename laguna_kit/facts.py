@@ -144,3 +144,53 @@ class CheckpointState(FactBase):
         except ValueError:
             state = {}
         return {"stats": stats, "state": state}
+
+
+class DockerImageDigest(FactBase):
+    """The registry digest (``sha256:...``) of a pulled image reference, or None when not pulled."""
+
+    def requires_command(self, ref):
+        return "docker"
+
+    def command(self, ref):
+        return f"docker image inspect --format '{{{{json .RepoDigests}}}}' {shlex.quote(ref)} 2>/dev/null || echo null"
+
+    def process(self, output):
+        import json
+
+        digests = json.loads(output[-1]) or []
+        return digests[0].split("@", 1)[1] if digests else None
+
+
+class ReleaseState(FactBase):
+    """``{"state": releases/state.json, "current": its release.json, "gate": state/last-gate.json}``."""
+
+    def command(self, kit_dir):
+        k = shlex.quote(kit_dir)
+        return (f"echo __STATE__; cat {k}/releases/state.json 2>/dev/null; "
+                f"cur=$(grep -o '\"current\": *[0-9]*' {k}/releases/state.json 2>/dev/null | grep -o '[0-9]*$'); "
+                f"printf '\\n__CURRENT__\\n'; [ -n \"$cur\" ] && cat {k}/releases/$(printf %04d \"$cur\")/release.json 2>/dev/null; "
+                f"printf '\\n__GATE__\\n'; cat {k}/state/last-gate.json 2>/dev/null; true")
+
+    @staticmethod
+    def default():
+        return {"state": {}, "current": {}, "gate": {}}
+
+    def process(self, output):
+        import json
+
+        parts, key = {"__STATE__": [], "__CURRENT__": [], "__GATE__": []}, None
+        for line in output:
+            if line in parts:
+                key = line
+            elif key:
+                parts[key].append(line)
+
+        def load(lines):
+            try:
+                return json.loads("\n".join(lines)) if lines else {}
+            except ValueError:
+                return {}
+
+        return {"state": load(parts["__STATE__"]), "current": load(parts["__CURRENT__"]),
+                "gate": load(parts["__GATE__"])}

@@ -275,3 +275,128 @@ def checkpoint_synced(ckpt, dest: str, endpoint: str, token_var: str, kit_dir: s
         "--workers", str(workers), "--margin-mib", str(margin_mib)] + (["--rehash"] if rehash else []))
     # The record of every run (bytes fetched and hashed) feeds status and the benchmarks.
     yield (f"{fetch} >> {state_dir}/fetch-log.jsonl; rc=$?; rm -f {token_file}; exit $rc")
+
+
+# --- image, releases, validation -----------------------------------------------------------------
+
+@operation()
+def image_present(ref: str):
+    """Pull the pinned tag once; a re-run with the tag already present (same digest) does nothing."""
+    from .facts import DockerImageDigest
+
+    digest = host.get_fact(DockerImageDigest, ref=ref)
+    if digest:
+        host.noop(f"{ref} present ({digest})")
+        return
+    yield f"docker pull -q {ref}"
+
+
+def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
+    """(release.json spec, unit text with @RELEASE@ for the number) for the knobs' serving mode."""
+    import hashlib
+
+    import jinja2
+
+    from . import profiles
+    from .settings import KIT_ROOT
+
+    serving = profiles.render(knobs, digest)
+    exec_start = " \\\n    ".join(profiles.systemd_quote(a) for a in ["/usr/bin/docker", *serving.argv()[1:]])
+    template = jinja2.Template((KIT_ROOT / "files/laguna-vllm.service.j2").read_text(),
+                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    unit = template.render(release="@RELEASE@", mode=serving.mode, served_name=knobs["served_model_name"],
+                           container_name=knobs["container_name"], exec_start=exec_start,
+                           start_limit_interval_s=knobs["start_limit_interval_s"],
+                           start_limit_burst=knobs["start_limit_burst"], ready_timeout_s=knobs["ready_timeout_s"])
+    spec = {"mode": serving.mode, "image": knobs["vllm_image"], "image_digest": digest,
+            "target_repo": knobs["target_repo"], "target_revision": knobs["target_revision"],
+            "drafter_repo": knobs["drafter_repo"], "drafter_revision": knobs["drafter_revision"],
+            "argv": serving.argv(), "derived": serving.derived, "forced": serving.warnings,
+            "unit_sha256": hashlib.sha256(unit.encode()).hexdigest()}
+    return spec, unit
+
+
+@operation()
+def release_deployed(knobs: dict, kit_dir: str, unit: str):
+    """A numbered release for the wanted image digest, revisions and flags is the running one.
+
+    Nothing happens when the current release already is exactly that; otherwise the box's release
+    manager numbers it, installs the unit (daemon-reload only when the file changed) and restarts.
+    """
+    from pyinfra.api import FileUploadCommand
+
+    from .facts import DockerImageDigest, ReleaseState
+
+    digest = host.get_fact(DockerImageDigest, ref=knobs["vllm_image"])
+    spec, unit_text = render_release(knobs, digest)
+    current = host.get_fact(ReleaseState, kit_dir=kit_dir)["current"]
+    if current and current.get("spec") == spec:
+        host.noop(f"release {current.get('number')} ({spec['mode']}, {digest}) is current")
+        return
+    if current:
+        from pyinfra import logger
+
+        old = current.get("spec") or {}
+        changed = sorted(k for k in set(spec) | set(old) if spec.get(k) != old.get(k))
+        logger.info(f"{host.name}: new release replaces {current.get('number')}: {', '.join(changed)} changed")
+    incoming = f"{kit_dir}/releases/incoming"
+    yield f"rm -rf {incoming} && install -d -m 755 {incoming}"
+    yield FileUploadCommand(io.StringIO(json.dumps({"mode": spec["mode"], "image": spec["image"],
+                                                     "target_revision": spec["target_revision"],
+                                                     "drafter_revision": spec["drafter_revision"],
+                                                     "spec": spec}, indent=1)), f"{incoming}/release.json")
+    yield FileUploadCommand(io.StringIO(unit_text), f"{incoming}/{unit}")
+    yield f"python3 {kit_dir}/bin/laguna_release.py --kit-dir {kit_dir} --unit {unit} install-incoming"
+
+
+def gate_command(kit_dir: str, unit: str, port: int, model: str, prompt_tokens: int, max_tokens: int,
+                 timeout: int, ready_timeout: int, dflash: bool, min_acceptance: float) -> str:
+    args = [f"{kit_dir}/venv/bin/python", f"{kit_dir}/bin/laguna_gate.py", "--url", f"http://127.0.0.1:{port}/v1",
+            "--model", model, "--prompt-tokens", str(prompt_tokens), "--max-tokens", str(max_tokens),
+            "--timeout", str(timeout), "--ready-timeout", str(ready_timeout), "--unit", unit,
+            "--release-state", f"{kit_dir}/releases/state.json", "--result", f"{kit_dir}/state/last-gate.json"]
+    if dflash:
+        args += ["--dflash", "--min-acceptance", str(min_acceptance)]
+    return " ".join(args) + " >/dev/null"
+
+
+@operation()
+def release_validated(knobs: dict, kit_dir: str, unit: str, auto_rollback: bool = True):
+    """The current release passed the gate (readiness, smoke, fresh long prompt, DFlash acceptance).
+
+    Run when the current release has no passing gate yet. On failure with auto_rollback, the
+    previous release is restored and validated, and the deploy still fails, saying both.
+    """
+    from . import profiles
+    from .facts import ReleaseState
+
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir)
+    current = (st["state"] or {}).get("current")
+    gate = st["gate"] or {}
+    if current is not None and gate.get("release") == current and gate.get("passed"):
+        host.noop(f"release {current} passed the gate at {gate.get('time')}")
+        return
+    serving = profiles.render(knobs)
+    cmd = gate_command(kit_dir, unit, knobs["api_port"], knobs["served_model_name"], serving.gate_prompt_tokens,
+                       knobs["gate_max_tokens"], knobs["gate_timeout_s"], knobs["ready_timeout_s"],
+                       bool(serving.speculative), knobs["dflash_min_acceptance"])
+    release = f"python3 {kit_dir}/bin/laguna_release.py --kit-dir {kit_dir} --unit {unit}"
+    if not auto_rollback:
+        yield cmd
+        return
+    yield (f"{cmd} || {{ echo 'laguna: the gate failed: rolling back to the previous release' >&2; "
+           f"if {release} rollback; then {cmd} && echo 'laguna: the previous release serves and passed the gate' >&2"
+           f" || echo 'laguna: the previous release FAILED the gate too: stop and diagnose (TROUBLESHOOTING.md)' >&2;"
+           f" fi; exit 1; }}")
+
+
+@operation(is_idempotent=False)
+def release_rolled_back(kit_dir: str, unit: str, to: int | None = None):
+    """Activate the previous release (or release `to`) with the box's release manager."""
+    from .facts import ReleaseState
+
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir)["state"] or {}
+    if st.get("current") is None:
+        raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
+    target = f" --to {int(to)}" if to is not None else ""
+    yield f"python3 {kit_dir}/bin/laguna_release.py --kit-dir {kit_dir} --unit {unit} rollback{target}"

@@ -28,3 +28,8 @@ def knob_docs() -> dict[str, str]:
             name = line.split("=", 1)[0].strip()
             docs[name] = line.split("#", 1)[1].strip()
     return docs
+
+
+def knobs_of(data) -> dict:
+    """Every knob's value for one host (pyinfra host.data), as a plain dict for rendering."""
+    return {name: data.get(name) for name in defaults()}

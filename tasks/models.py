@@ -1,25 +1,13 @@
 # Checkpoints: both pinned INT4 repos in model_dir, each file verified against the hub's own
 # sha256 (never size alone), resumable, and never re-hashed on a converged box.
 from pyinfra import host, logger
-from pyinfra.operations import files, pip
+from pyinfra.operations import files
 
 from laguna_kit.hub import HubError, checkpoint, is_pinned
-from laguna_kit.operations import apt_present, checkpoint_synced
+from laguna_kit.operations import checkpoint_synced
 
 d = host.data
-venv = f"{d.kit_dir}/venv"
 
-apt_present(name="python3-venv for the downloader", packages=["python3-venv"])
-pip.packages(
-    name=f"huggingface_hub {d.hf_hub_version} in the downloader venv",
-    packages=[f"huggingface_hub=={d.hf_hub_version}"],  # the name as pip freeze prints it
-    virtualenv=venv,
-    virtualenv_kwargs={"venv": True, "python": "python3"},
-    extra_install_args=f"--index-url {d.pip_index_url}"
-    + (f" --trusted-host {d.pip_trusted_host}" if d.pip_trusted_host else ""),
-)
-files.put(name="Downloader (laguna_fetch.py)", src="files/laguna_fetch.py",
-          dest=f"{d.kit_dir}/bin/laguna_fetch.py", mode="755")
 files.directory(name=f"Model directory {d.model_dir}", path=d.model_dir, mode="755")
 
 for repo, revision in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):

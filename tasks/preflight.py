@@ -4,10 +4,12 @@ from pyinfra import host
 from laguna_kit.facts import FileSizes
 from laguna_kit.hub import HubError, checkpoint
 from laguna_kit.operations import preflight
+from laguna_kit.profiles import ProfileError, render
+from laguna_kit.settings import knobs_of
 
 # Space still needed = what the hub says the pinned checkpoints are, less what is already on disk.
 d = host.data
-need_mib, hub_problem = 0, None
+need_mib, hub_problem = 0, None  # hub_problem: any reason found before the op runs
 try:
     for repo, rev in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):
         ckpt = checkpoint(d.hf_endpoint, repo, rev, d.hf_token_env)
@@ -15,6 +17,10 @@ try:
         need_mib += sum(f.size for f in ckpt.files if have.get(f.path) != f.size) // (1 << 20)
 except HubError as exc:
     hub_problem = str(exc)
+try:
+    render(knobs_of(d))  # a bad serving_mode or a flag the recipe saw crash: refuse now, not mid-deploy
+except ProfileError as exc:
+    hub_problem = f"{hub_problem}; {exc}" if hub_problem else str(exc)
 
 preflight(
     name="Pre-flight: OS, GPUs, disk, RAM, /dev/shm",

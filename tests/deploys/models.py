@@ -2,4 +2,5 @@
 from pyinfra import local
 
 local.include("tasks/preflight.py")
+local.include("tasks/box_tools.py")
 local.include("tasks/models.py")

@@ -37,7 +37,7 @@ VERSIONS = {
     "TAILSCALE_VERSION": "1.90.6",
 }
 # What the box-side venv installs; pip resolves their dependencies when the index is built.
-BOX_WHEELS = ["huggingface-hub==2.4.0"]
+BOX_WHEELS = ["huggingface-hub==2.4.0", "httpx==0.29.0"]
 
 
 def _run(cmd, **kw):

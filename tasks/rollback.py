@@ -1,0 +1,21 @@
+# `pyinfra inventory.py tasks/rollback.py`: run the previous release again (or one by number:
+# `--data rollback_to=3`), then validate it. Checkpoints and images of older releases are kept.
+from pyinfra import host
+
+from laguna_kit.operations import release_rolled_back, release_validated
+from laguna_kit.settings import knobs_of
+
+release_rolled_back(
+    name="Roll back to the previous release" if host.data.get("rollback_to") is None
+    else f"Roll back to release {host.data.rollback_to}",
+    kit_dir=host.data.kit_dir,
+    unit=host.data.unit_name,
+    to=host.data.get("rollback_to"),
+)
+release_validated(
+    name="Validation gate on the restored release",
+    knobs=knobs_of(host.data),
+    kit_dir=host.data.kit_dir,
+    unit=host.data.unit_name,
+    auto_rollback=False,
+)
