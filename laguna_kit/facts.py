@@ -194,3 +194,16 @@ class ReleaseState(FactBase):
 
         return {"state": load(parts["__STATE__"]), "current": load(parts["__CURRENT__"]),
                 "gate": load(parts["__GATE__"])}
+
+
+class ServingStatus(FactBase):
+    """What an operator asks first: unit state, endpoint health, GPU memory in use."""
+
+    def command(self, unit, port):
+        return (f"echo unit=$(systemctl is-active {shlex.quote(unit)} 2>/dev/null); "
+                f"echo health=$(curl -s -o /dev/null -m 5 -w '%{{http_code}}' http://127.0.0.1:{int(port)}/health); "
+                "echo gpu_mem=$(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits "
+                "2>/dev/null | tr '\\n' ';')")
+
+    def process(self, output):
+        return dict(line.split("=", 1) for line in output if "=" in line)

@@ -195,23 +195,27 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="readiness + smoke + fresh long-context gate (+ DFlash check)")
     p.add_argument("--url", default="http://127.0.0.1:8080/v1")
     p.add_argument("--model", default="laguna")
-    p.add_argument("--prompt-tokens", type=int, default=190000)
-    p.add_argument("--max-tokens", type=int, default=32)
+    p.add_argument("--prompt-tokens", dest="prompt_tokens", type=int, default=190000)
+    p.add_argument("--max-tokens", dest="max_tokens", type=int, default=32)
     p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("--ready-timeout", type=float, default=900)
+    p.add_argument("--ready-timeout", dest="ready_timeout", type=float, default=900)
     p.add_argument("--unit", help="systemd unit to watch while waiting (on the box)")
     p.add_argument("--dflash", action="store_true", help="check speculative-decoding acceptance")
-    p.add_argument("--min-acceptance", type=float, default=0.2)
+    p.add_argument("--min-acceptance", dest="min_acceptance", type=float, default=0.2)
     p.add_argument("--release", type=int)
-    p.add_argument("--release-state", help="releases/state.json: record the current release number from it")
+    p.add_argument("--kit-dir", help="on a box: take the URL and every gate parameter from the current release")
     p.add_argument("--result", help="write the JSON result here")
     args = p.parse_args(argv)
-    if args.release_state and args.release is None:
+    if args.kit_dir:
         try:
-            with open(args.release_state) as fh:
-                args.release = json.load(fh).get("current")
-        except (OSError, ValueError):
-            pass
+            with open(f"{args.kit_dir}/releases/state.json") as fh:
+                args.release = json.load(fh)["current"]
+            with open(f"{args.kit_dir}/releases/{args.release:04d}/release.json") as fh:
+                for key, value in json.load(fh)["spec"]["gate"].items():
+                    setattr(args, key, value)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log(f"GATE FAILED: no current release to validate under {args.kit_dir} ({exc})")
+            return 1
     result = run_gate(args)
     if args.result:
         with open(args.result, "w") as fh:

@@ -291,6 +291,18 @@ def image_present(ref: str):
     yield f"docker pull -q {ref}"
 
 
+def _wrap(words: list[str], width: int = 96) -> str:
+    """ExecStart= words on continuation lines, a flag kept with its value."""
+    lines, line = [], ""
+    for w in words:
+        if line and len(line) + 1 + len(w) > width and not (w[:1] != "-" and line.split()[-1].startswith("-")):
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    return " \\\n    ".join(lines + [line])
+
+
 def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
     """(release.json spec, unit text with @RELEASE@ for the number) for the knobs' serving mode."""
     import hashlib
@@ -301,7 +313,7 @@ def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
     from .settings import KIT_ROOT
 
     serving = profiles.render(knobs, digest)
-    exec_start = " \\\n    ".join(profiles.systemd_quote(a) for a in ["/usr/bin/docker", *serving.argv()[1:]])
+    exec_start = _wrap([profiles.systemd_quote(a) for a in ["/usr/bin/docker", *serving.argv()[1:]]])
     template = jinja2.Template((KIT_ROOT / "files/laguna-vllm.service.j2").read_text(),
                                undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     unit = template.render(release="@RELEASE@", mode=serving.mode, served_name=knobs["served_model_name"],
@@ -312,6 +324,11 @@ def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
             "target_repo": knobs["target_repo"], "target_revision": knobs["target_revision"],
             "drafter_repo": knobs["drafter_repo"], "drafter_revision": knobs["drafter_revision"],
             "argv": serving.argv(), "derived": serving.derived, "forced": serving.warnings,
+            # The gate this release must pass, kept with it so a rollback validates the restored mode.
+            "gate": {"url": f"http://127.0.0.1:{knobs['api_port']}/v1", "model": knobs["served_model_name"],
+                     "prompt_tokens": serving.gate_prompt_tokens, "max_tokens": knobs["gate_max_tokens"],
+                     "timeout": knobs["gate_timeout_s"], "ready_timeout": knobs["ready_timeout_s"],
+                     "dflash": bool(serving.speculative), "min_acceptance": knobs["dflash_min_acceptance"]},
             "unit_sha256": hashlib.sha256(unit.encode()).hexdigest()}
     return spec, unit
 
@@ -349,25 +366,19 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
     yield f"python3 {kit_dir}/bin/laguna_release.py --kit-dir {kit_dir} --unit {unit} install-incoming"
 
 
-def gate_command(kit_dir: str, unit: str, port: int, model: str, prompt_tokens: int, max_tokens: int,
-                 timeout: int, ready_timeout: int, dflash: bool, min_acceptance: float) -> str:
-    args = [f"{kit_dir}/venv/bin/python", f"{kit_dir}/bin/laguna_gate.py", "--url", f"http://127.0.0.1:{port}/v1",
-            "--model", model, "--prompt-tokens", str(prompt_tokens), "--max-tokens", str(max_tokens),
-            "--timeout", str(timeout), "--ready-timeout", str(ready_timeout), "--unit", unit,
-            "--release-state", f"{kit_dir}/releases/state.json", "--result", f"{kit_dir}/state/last-gate.json"]
-    if dflash:
-        args += ["--dflash", "--min-acceptance", str(min_acceptance)]
-    return " ".join(args) + " >/dev/null"
+def gate_command(kit_dir: str, unit: str) -> str:
+    """The gate for whichever release is current (its parameters are in its release.json)."""
+    return (f"{kit_dir}/venv/bin/python {kit_dir}/bin/laguna_gate.py --kit-dir {kit_dir} --unit {unit} "
+            f"--result {kit_dir}/state/last-gate.json >/dev/null")
 
 
 @operation()
-def release_validated(knobs: dict, kit_dir: str, unit: str, auto_rollback: bool = True):
+def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
     """The current release passed the gate (readiness, smoke, fresh long prompt, DFlash acceptance).
 
     Run when the current release has no passing gate yet. On failure with auto_rollback, the
     previous release is restored and validated, and the deploy still fails, saying both.
     """
-    from . import profiles
     from .facts import ReleaseState
 
     st = host.get_fact(ReleaseState, kit_dir=kit_dir)
@@ -376,10 +387,7 @@ def release_validated(knobs: dict, kit_dir: str, unit: str, auto_rollback: bool 
     if current is not None and gate.get("release") == current and gate.get("passed"):
         host.noop(f"release {current} passed the gate at {gate.get('time')}")
         return
-    serving = profiles.render(knobs)
-    cmd = gate_command(kit_dir, unit, knobs["api_port"], knobs["served_model_name"], serving.gate_prompt_tokens,
-                       knobs["gate_max_tokens"], knobs["gate_timeout_s"], knobs["ready_timeout_s"],
-                       bool(serving.speculative), knobs["dflash_min_acceptance"])
+    cmd = gate_command(kit_dir, unit)
     release = f"python3 {kit_dir}/bin/laguna_release.py --kit-dir {kit_dir} --unit {unit}"
     if not auto_rollback:
         yield cmd
@@ -400,3 +408,46 @@ def release_rolled_back(kit_dir: str, unit: str, to: int | None = None):
         raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
     target = f" --to {int(to)}" if to is not None else ""
     yield f"python3 {kit_dir}/bin/laguna_release.py --kit-dir {kit_dir} --unit {unit} rollback{target}"
+
+
+# --- operator views (report, never change) ------------------------------------------------------
+
+@operation()
+def serving_reported(kit_dir: str, unit: str, port: int):
+    """Log unit state, release, digest, GPU memory, endpoint health and the last gate result."""
+    from pyinfra import logger
+
+    from .facts import ReleaseState, ServingStatus
+
+    st = host.get_fact(ServingStatus, unit=unit, port=port)
+    rel = host.get_fact(ReleaseState, kit_dir=kit_dir)
+    cur, gate = rel["current"] or {}, rel["gate"] or {}
+    spec = cur.get("spec") or {}
+    lc = gate.get("long_context") or {}
+    lines = [
+        f"unit {unit}: {st.get('unit') or 'unknown'}; /health: HTTP {st.get('health') or 'no answer'}",
+        f"release {cur.get('number', 'none')} ({spec.get('mode', '-')}) since {cur.get('created', '-')}: "
+        f"{spec.get('image', '-')} {spec.get('image_digest') or ''}",
+        f"target {str(spec.get('target_revision'))[:12]}, drafter {str(spec.get('drafter_revision'))[:12]}",
+        f"GPU memory used/total MiB: {st.get('gpu_mem') or 'nvidia-smi unavailable'}",
+        ("last gate: " + ("passed" if gate.get("passed") else f"FAILED ({gate.get('error')})")
+         + f" on release {gate.get('release')} at {gate.get('time')}"
+         + (f": {lc.get('prompt_tokens')} prompt tokens in {lc.get('elapsed_s')} s" if lc else "")) if gate
+        else "last gate: none recorded",
+    ]
+    for line in lines:
+        logger.info(f"[{host.name}] {line}")
+    host.noop("; ".join(lines))
+    yield from ()
+
+
+@operation()
+def journal_reported(unit: str, lines: int):
+    """Log the unit's journal: vLLM's own output (a crash loop's first failure is in here)."""
+    from pyinfra import logger
+
+    text = host.get_fact(Command, command=f"journalctl -u {unit} --no-pager -n {int(lines)} 2>&1 || true") or ""
+    for line in text.splitlines():
+        logger.info(f"[{host.name}] {line}")
+    host.noop(f"{len(text.splitlines())} journal lines of {unit}")
+    yield from ()

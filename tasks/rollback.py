@@ -3,7 +3,6 @@
 from pyinfra import host
 
 from laguna_kit.operations import release_rolled_back, release_validated
-from laguna_kit.settings import knobs_of
 
 release_rolled_back(
     name="Roll back to the previous release" if host.data.get("rollback_to") is None
@@ -14,7 +13,6 @@ release_rolled_back(
 )
 release_validated(
     name="Validation gate on the restored release",
-    knobs=knobs_of(host.data),
     kit_dir=host.data.kit_dir,
     unit=host.data.unit_name,
     auto_rollback=False,

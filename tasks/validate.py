@@ -4,14 +4,12 @@
 from pyinfra import host, logger
 
 from laguna_kit.operations import release_validated
-from laguna_kit.settings import knobs_of
 
 if host.data.skip_validation:
     logger.warning(f"{host.name}: skip_validation is set: this deploy proves nothing about serving")
 else:
     release_validated(
         name="Validation gate: readiness, smoke, fresh long-context prompt, DFlash acceptance",
-        knobs=knobs_of(host.data),
         kit_dir=host.data.kit_dir,
         unit=host.data.unit_name,
     )

@@ -17,6 +17,7 @@ Takes the same command line the kit gives the real image (``<model> --flag value
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -224,6 +225,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    # PID 1 in the container ignores SIGTERM unless it asks for it; vLLM shuts down on it.
+    signal.signal(signal.SIGTERM, lambda *_: (log("shutting down (SIGTERM)"), os._exit(0)))
     for label, path in (("model", MODEL), ("speculative model", (SPEC or {}).get("model"))):
         if path and not os.path.isfile(os.path.join(path, "config.json")):
             print(f"ERROR [standin] {label} path {path} has no config.json: "

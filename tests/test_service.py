@@ -1,0 +1,156 @@
+"""tasks/image.py, service.py, validate.py, rollback.py, status/logs/stop on a harness box with the
+stand-in vLLM image: the unit really starts a container that really answers."""
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from laguna_kit import operations, settings
+
+SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "champion-facts.md"
+UNIT = "/etc/systemd/system/laguna-vllm.service"
+RELEASE = "python3 /opt/laguna-kit/bin/laguna_release.py"
+
+
+def exec_start(unit_text: str) -> list[str]:
+    body = unit_text.split("ExecStart=", 1)[1].split("\nExecStop=", 1)[0].replace("\\\n", " ")
+    return shlex.split(body.replace("%%", "%").replace("$$", "$"))
+
+
+def seed_champion_flags() -> list[str]:
+    """Every `--flag value` the seed lists for the champion container and vLLM arguments."""
+    text = SEED.read_text()
+    section = text.split("## The container the recipe runs", 1)[1].split("## Other modes", 1)[0]
+    return re.findall(r"`(--[a-z0-9-]+(?:[ =][^`]*)?|[A-Z_]+=[^`]+)`", section)
+
+
+def test_rendered_unit_matches_every_seed_fact():
+    spec, unit = operations.render_release(settings.defaults(), "sha256:" + "0" * 64)
+    argv = exec_start(unit)
+    joined = " ".join(argv)
+    flags = seed_champion_flags()
+    assert len(flags) >= 20, flags
+    for flag in flags:
+        if flag.startswith("--speculative-config"):
+            cfg = json.loads(argv[argv.index("--speculative-config") + 1])
+            assert cfg == {"model": "/root/.cache/huggingface/Laguna-S-2.1-DFlash-INT4",
+                           "num_speculative_tokens": 7, "method": "dflash"}
+        elif flag.startswith("--default-chat-template-kwargs"):
+            assert json.loads(argv[argv.index("--default-chat-template-kwargs") + 1]) == {"enable_thinking": True}
+        elif flag.startswith(("--host 0.0.0.0 --port 8000", "-p ")):
+            continue  # upstream's published port: replaced by host networking on 8080 (see DEPLOYMENT.md)
+        elif flag == "--kv-cache-dtype":
+            continue  # the seed's "No --kv-cache-dtype", asserted below
+        elif flag.startswith("--") or "=" in flag:
+            assert flag in joined, f"seed fact {flag!r} missing from the unit"
+    assert "vllm/vllm-openai@sha256:" in joined and "/root/.cache/huggingface/Laguna-S-2.1-INT4" in argv
+    assert "/models:/root/.cache/huggingface:ro" in argv and "--served-model-name laguna" in joined
+    assert "--kv-cache-dtype" not in joined and "--restart" not in joined and " -p " not in joined
+    assert "--port 8080" in joined and "--network host" in joined
+    assert re.search(r"^Restart=on-failure$", unit, re.M) and re.search(r"^StartLimitBurst=3$", unit, re.M)
+    assert "ExecStartPre=-/usr/bin/docker rm -f vllm-laguna" in unit
+
+
+def test_unsafe_values_are_refused_before_any_change(make_box, deploy):
+    b = make_box()
+    res = deploy(b, data={"container_extra_env": {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}})
+    assert not res.ok
+    assert "CUDA-graph memory estimate" in res.output and "force_unsafe=True" in res.output
+    assert res.changed() == []
+    res = deploy(b, data={"serving_mode": "turbo"})
+    assert "serving_mode 'turbo' is not a profile; choose one of champion, context-first, speed-128k" in res.output
+
+
+@pytest.fixture(scope="module")
+def served(sandbox):
+    from tests.harness.deployrun import run_deploy
+    b = sandbox.add_box()
+    first = run_deploy(sandbox, [b])
+    assert first.ok, first.explain()
+    yield b, first
+    sandbox.remove_box(b)
+
+
+def releases(b):
+    return b.run(f"{RELEASE} list").stdout
+
+
+def test_converge_serves_laguna_through_the_unit(served, deploy):
+    b, first = served
+    assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
+    assert b.run("systemctl show laguna-vllm -p Restart --value").stdout.strip() == "on-failure"
+    models = json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)
+    assert models["data"][0]["id"] == "laguna" and models["data"][0]["max_model_len"] == 204800
+    log = b.run("journalctl -u laguna-vllm --no-pager").stdout
+    assert "GPU KV cache size:" in log and '"--max-num-batched-tokens", "2048"' in log
+    gate = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)
+    assert gate["passed"] and gate["release"] == 1 and gate["long_context"]["prompt_tokens"] >= 190000
+    assert gate["dflash"]["acceptance"] > 0.2
+    digest = b.run("docker image inspect --format '{{index .RepoDigests 0}}' vllm/vllm-openai:v0.25.1").stdout.strip()
+    rel = json.loads(b.run("cat /opt/laguna-kit/releases/0001/release.json").stdout)
+    assert digest.endswith(rel["spec"]["image_digest"])
+    assert rel["spec"]["target_revision"] == "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"
+    second = deploy(b)
+    assert second.ok and second.changed() == [], second.changed()
+
+
+def test_mode_switch_is_an_upgrade_and_rollback_restores(served, deploy):
+    b, _ = served
+    up = deploy(b, data={"serving_mode": "speed-128k"})
+    assert up.ok, up.explain()
+    assert set(up.changed()) >= {"tasks/service.py | Serving release (speed-128k) is the running one"}
+    assert "--max-num-batched-tokens 4096" in b.run(f"cat {UNIT}").stdout
+    assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["max_model_len"] == 131072
+    assert re.search(r"^\*\s+2 .*speed-128k", releases(b), re.M)
+
+    back = deploy(b, "tasks/rollback.py")
+    assert back.ok, back.explain()
+    assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
+    assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["max_model_len"] == 204800
+    assert json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["release"] == 1
+    # Deploying the champion again finds release 1 current and validated: nothing to do.
+    again = deploy(b)
+    assert again.ok and again.changed() == [], again.changed()
+
+
+def test_gate_failure_rolls_back_automatically(served, deploy):
+    b, _ = served
+    # The stand-in dies like the Marlin-workspace OOM on prompts over 200K; the champion's gate is
+    # 190K, context-first's 250K.
+    b.run("echo '{\"oom_prompt_over\": 200000}' > /models/standin-faults.json")
+    try:
+        res = deploy(b, data={"serving_mode": "context-first"})
+    finally:
+        b.run("rm -f /models/standin-faults.json")
+    assert not res.ok
+    assert "GATE FAILED" in res.output and "rolling back to the previous release" in res.output, res.explain()
+    assert "the previous release serves and passed the gate" in res.output, res.explain()
+    assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
+    assert "CUDA out of memory" in b.run("journalctl -u laguna-vllm --no-pager").stdout
+    assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["id"] == "laguna"
+
+
+def test_status_logs_stop(served, deploy):
+    b, _ = served
+    st = deploy(b, "tasks/status.py")
+    assert st.ok and st.changed() == []
+    assert "unit laguna-vllm.service: active; /health: HTTP 200" in st.output
+    assert "release 1 (champion)" in st.output and "last gate: passed on release 1" in st.output
+    logs = deploy(b, "tasks/logs.py")
+    assert logs.ok and "GPU KV cache size" in logs.output and logs.changed() == []
+    stop = deploy(b, "tasks/stop.py")
+    assert stop.ok and b.run("systemctl is-active laguna-vllm", check=False).stdout.strip() == "inactive"
+    st = deploy(b, "tasks/status.py")
+    assert "unit laguna-vllm.service: inactive" in st.output
+
+
+def test_mismatched_drafter_fails_the_gate(make_box, deploy):
+    b = make_box()
+    b.run("mkdir -p /models && echo '{\"accept_rate\": 0.0}' > /models/standin-faults.json")
+    res = deploy(b)
+    assert not res.ok
+    assert "DFlash acceptance 0.0%" in res.output and "the drafter does not match the target" in res.output
+    assert "no previous release to roll back to" in res.output
