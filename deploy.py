@@ -9,4 +9,6 @@ local.include("tasks/box_tools.py")  # the kit's downloader, release manager and
 local.include("tasks/models.py")
 local.include("tasks/image.py")
 local.include("tasks/service.py")
+local.include("tasks/tailscale.py")
+local.include("tasks/firewall.py")  # API port on the tailnet only; SSH untouched
 local.include("tasks/validate.py")

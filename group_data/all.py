@@ -46,6 +46,7 @@ download_workers = 4  # files fetched in parallel per checkpoint (15 target shar
 # --- service ----------------------------------------------------------------------------------
 serving_mode = "champion"  # a row of serving_profiles: champion | context-first | speed-128k
 api_port = 8080  # the recipe's public port; vLLM listens on it directly (host network, nftables guard)
+api_bind = "::"  # dual stack, so the tailnet's IPv4 and IPv6 addresses both answer (the firewall decides who)
 served_model_name = "laguna"  # what clients ask for in "model"
 kit_dir = "/opt/laguna-kit"  # releases, state, the downloader venv and the kit's box-side scripts
 container_name = "vllm-laguna"  # the recipe's container name; the unit removes a stale one before start
@@ -102,6 +103,14 @@ serving_profiles = {  # the recipe's three modes; None = the flag is left out (v
 vllm_extra_args = []  # extra vLLM flags; the seed's proven-unsafe ones are refused unless forced
 container_extra_env = {}  # extra container env; the graph-estimate switch is refused unless forced
 force_unsafe = False  # accept flags the recipe saw crash (gmu >= 0.90 with DFlash, estimate off, ...)
+
+# --- tailnet and firewall --------------------------------------------------------------------
+tailscale_repo = "https://pkgs.tailscale.com/stable/debian"  # Tailscale's apt repo (Ubuntu: .../stable/ubuntu)
+tailscale_key_url = "https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.gpg"  # its signing key
+tailscale_auth_key_env = "TS_AUTHKEY"  # the control machine's env var with an auth key (used only to join)
+tailscale_hostname = ""  # empty: the box's hostname
+tailscale_tags = []  # e.g. ["tag:gpu"]: limit who reaches the port in Tailscale ACLs, not here
+firewall_confirm_timeout_s = 60  # new rules revert themselves unless a fresh SSH login confirms them
 
 # --- validation -------------------------------------------------------------------------------
 ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack allows ~10 min

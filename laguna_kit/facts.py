@@ -207,3 +207,25 @@ class ServingStatus(FactBase):
 
     def process(self, output):
         return dict(line.split("=", 1) for line in output if "=" in line)
+
+
+class TailscaleStatus(FactBase):
+    """``tailscale status --json`` (BackendState, Self.TailscaleIPs), or {} when tailscaled is not up."""
+
+    def requires_command(self):
+        return "tailscale"
+
+    @staticmethod
+    def default():
+        return {}
+
+    def command(self):
+        return "tailscale status --json 2>/dev/null || echo '{}'"
+
+    def process(self, output):
+        import json
+
+        try:
+            return json.loads("\n".join(output))
+        except ValueError:
+            return {}

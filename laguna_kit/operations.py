@@ -451,3 +451,65 @@ def journal_reported(unit: str, lines: int):
         logger.info(f"[{host.name}] {line}")
     host.noop(f"{len(text.splitlines())} journal lines of {unit}")
     yield from ()
+
+
+# --- tailnet and firewall -----------------------------------------------------------------------
+
+@operation()
+def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: list[str] = ()):
+    """The box is on the tailnet. A joined box is left alone; otherwise the auth key (from the control
+    machine's environment) goes up as a 0600 file for `--auth-key=file:` and is removed."""
+    import os
+
+    from pyinfra.api import FileUploadCommand
+
+    from .facts import TailscaleStatus
+
+    st = host.get_fact(TailscaleStatus)
+    if st.get("BackendState") == "Running":
+        host.noop(f"on the tailnet as {', '.join(st.get('Self', {}).get('TailscaleIPs', []))}")
+        return
+    key = os.environ.get(auth_key_env, "")
+    if not key:
+        if not host.state.is_executing:
+            host.noop("joined once tailscaled runs")
+            return
+        raise OperationError(f"{host.name} is not on the tailnet and {auth_key_env} is not set on the control "
+                             f"machine: export {auth_key_env}=tskey-auth-... (an auth key) and re-run")
+    key_file = f"{kit_dir}/secrets/tailscale-authkey"
+    yield f"install -d -m 700 {kit_dir}/secrets"
+    yield FileUploadCommand(io.StringIO(key), key_file)
+    yield f"chmod 600 {key_file}"
+    extra = (f" --hostname={hostname}" if hostname else "") + (f" --advertise-tags={','.join(tags)}" if tags else "")
+    yield f"tailscale up --auth-key=file:{key_file}{extra}; rc=$?; rm -f {key_file}; exit $rc"
+
+
+@operation()
+def firewall_applied(rules: str, confirm_timeout_s: int):
+    """Load the kit's nftables table atomically, with an automatic revert unless a *new* SSH
+    connection confirms within `confirm_timeout_s` (so a rule that cuts the operator off undoes itself)."""
+    from pyinfra.api import FunctionCommand
+
+    current = host.get_fact(Command, command="nft -s list table inet laguna_kit 2>/dev/null | sha256sum; "
+                                              f"sha256sum {rules} 2>/dev/null; cat {rules}.loaded 2>/dev/null; true")
+    parts = (current or "").split()
+    # Loaded = the file's hash was recorded at load time and the live table still hashes the same.
+    if len(parts) >= 6 and parts[2] == parts[4] and parts[0] == parts[5]:
+        host.noop("firewall table loaded and unchanged")
+        return
+    yield f"nft -c -f {rules}"
+    yield (f"systemctl stop laguna-firewall-revert.timer 2>/dev/null; systemd-run --quiet "
+           f"--unit laguna-firewall-revert --on-active={int(confirm_timeout_s)} /usr/sbin/nft delete table inet laguna_kit")
+    yield f"nft -f {rules}"
+
+    def reconnect(state, host):
+        host.disconnect()
+        host.connect(show_errors=True)
+        if not host.connected:
+            raise OperationError(f"{host.name}: no new SSH connection after the firewall change: it reverts itself "
+                                 f"in {confirm_timeout_s} s")
+
+    yield FunctionCommand(reconnect, (), {})
+    yield (f"systemctl stop laguna-firewall-revert.timer laguna-firewall-revert.service 2>/dev/null; "
+           f"echo \"$(sha256sum {rules} | cut -d' ' -f1) $(nft -s list table inet laguna_kit | sha256sum | cut -d' ' -f1)\""
+           f" > {rules}.loaded")

@@ -81,7 +81,7 @@ def render(d, image_digest: str | None = None) -> Serving:
                    "-v", f"{get('model_dir')}:{CONTAINER_CACHE}:ro"]
     for key, value in env.items():
         docker_args += ["-e", f"{key}={value}"]
-    vllm = [target, "--host", "0.0.0.0", "--port", str(get("api_port")), *get("vllm_common_args")]
+    vllm = [target, "--host", get("api_bind"), "--port", str(get("api_port")), *get("vllm_common_args")]
     if p.get("max_model_len") is not None:
         vllm += ["--max-model-len", str(p["max_model_len"])]
     if p.get("gpu_memory_utilization") is not None:

@@ -31,3 +31,11 @@ def test_mistakes_are_named(tmp_path, text, message):
     with pytest.raises(HostsFileError) as exc:
         load(write(tmp_path, text))
     assert message in str(exc.value)
+
+
+def test_deployment_md_knob_table_is_current():
+    import subprocess
+    import sys
+    from laguna_kit.settings import KIT_ROOT
+    assert subprocess.run([sys.executable, "scripts/render_docs.py", "--check"], cwd=KIT_ROOT).returncode == 0, \
+        "DEPLOYMENT.md is stale: run scripts/render_docs.py"

@@ -18,6 +18,7 @@ Takes the same command line the kit gives the real image (``<model> --flag value
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -241,7 +242,16 @@ def main():
     log(f"Maximum concurrency for {MAX_LEN:,} tokens per request: 1.04x")
     host = FLAGS.get("host", "0.0.0.0")
     port = int(FLAGS.get("port", 8000))
-    server = ThreadingHTTPServer((host, port), Handler)
+    if ":" in host:  # "::" = dual stack, as uvicorn binds it
+        class Server6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+            def server_bind(self):
+                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                super().server_bind()
+        server = Server6((host, port), Handler)
+    else:
+        server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     log(f"Starting vLLM API server on http://{host}:{port}")
     server.serve_forever()
