@@ -36,8 +36,11 @@ def main(argv):
                 b = sb.add_box("sandbox1")
                 sb.write_hosts(sandbox.SANDBOX_HOSTS)
                 print(f"sandbox box {b.name} at {b.address}; hosts file {sandbox.SANDBOX_HOSTS}")
-                print("deploy from another shell:  HF_TOKEN=... .venv/bin/pyinfra inventory.py deploy.py")
-                print(f"secrets the sandbox expects: {', '.join(f'{k}={v}' for k, v in sb.env().items())}")
+                env_file = sandbox.SANDBOX_HOSTS.with_name("sandbox.env")
+                env_file.touch(mode=0o600)
+                env_file.write_text("".join(f"export {k}={v}\n" for k, v in sb.env().items()))
+                print(f"deploy from another shell:  . {env_file} && .venv/bin/pyinfra inventory.py deploy.py")
+                print(f"({env_file} (0600) holds the stand-in hub token and tailnet auth key)")
                 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
                 while True:
                     time.sleep(3600)

@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from laguna_kit import settings
+
 from . import rootfs
 from .errors import HarnessError
 from .paths import cache_dir
@@ -27,17 +29,18 @@ from .paths import cache_dir
 HERE = Path(__file__).parent
 STANDINS = HERE / "standin_packages"
 
-# Versions the stand-ins claim. The driver is bookworm non-free's 535 branch.
+# Versions the stand-ins claim. The driver is bookworm non-free's 535 branch; the toolkit is the
+# version the kit pins (read from group_data, so the two cannot drift apart).
 DRIVER_VERSION = "535.247.01"
 VERSIONS = {
     "DRIVER_VERSION": DRIVER_VERSION,
     "DRIVER_PACKAGE_VERSION": f"{DRIVER_VERSION}-1~deb12u1",
     "CUDA_VERSION": "12.2",
-    "TOOLKIT_VERSION": "1.17.8-1",
+    "TOOLKIT_VERSION": settings.defaults()["nvidia_toolkit_version"],
     "TAILSCALE_VERSION": "1.90.6",
 }
-# What the box-side venv installs; pip resolves their dependencies when the index is built.
-BOX_WHEELS = ["huggingface-hub==2.4.0", "httpx==0.29.0"]
+# What the box-side venv installs (the kit's own pins); pip resolves their dependencies.
+BOX_WHEELS = settings.defaults()["box_venv_packages"]
 
 
 def _run(cmd, **kw):
