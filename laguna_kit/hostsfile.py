@@ -9,7 +9,8 @@
     [hosts.data]                   # per-host overrides of group_data/all.py knobs
     nvidia_allow_reboot = true
 
-Errors name the file, the host and the field, before any host is contacted.
+Errors name the file, the host and the field, before any host is contacted: a misspelt knob in
+[hosts.data] would otherwise be silently ignored and the default used.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
             raise HostsFileError(f"{where}: duplicate host name {name!r}")
         seen.add(name)
         data = dict(entry.get("data", {}))
+        _check_knobs(where, data)
         data.update(ssh_hostname=entry["address"], ssh_user=entry.get("user", "root"),
                     ssh_port=int(entry.get("port", 22)))
         if "key" in entry:
@@ -65,3 +67,29 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
             data["ssh_known_hosts_file"] = os.path.expanduser(entry["known_hosts"])
         out.append((name, data))
     return out
+
+
+# Knobs a hosts file may set beyond group_data's (per-run operator inputs).
+EXTRA_KNOBS = {"rollback_to": int, "log_lines": int}
+
+
+def _check_knobs(where: str, data: dict) -> None:
+    from .settings import defaults
+
+    known = defaults()
+    for key, value in data.items():
+        if key in EXTRA_KNOBS:
+            want = EXTRA_KNOBS[key]
+        elif key in known:
+            want = type(known[key])
+        else:
+            close = sorted(k for k in known if k.split("_")[0] == key.split("_")[0])[:4]
+            raise HostsFileError(f"{where}: unknown knob {key!r} in [hosts.data]"
+                                 + (f" (did you mean {', '.join(close)}?)" if close else "")
+                                 + "; knobs are listed in group_data/all.py")
+        ok = isinstance(value, want) and not (isinstance(value, bool) and want is not bool)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise HostsFileError(f"{where}: knob {key} must be {want.__name__} like its default, "
+                                 f"got {type(value).__name__} {value!r}")

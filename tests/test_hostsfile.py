@@ -11,6 +11,22 @@ def write(tmp_path, text):
     return p
 
 
+def test_bad_knob_stops_pyinfra_before_any_host_is_contacted(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from laguna_kit.settings import KIT_ROOT
+    hosts = write(tmp_path, '[[hosts]]\naddress="192.0.2.1"\n[hosts.data]\nserving_mod="champion"\n')
+    proc = subprocess.run([str(Path(sys.executable).with_name("pyinfra")), "-y", "inventory.py", "deploy.py"],
+                          cwd=KIT_ROOT, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, LAGUNA_HOSTS=str(hosts)))
+    assert proc.returncode != 0
+    assert "unknown knob 'serving_mod'" in proc.stdout + proc.stderr
+    assert "Connected" not in proc.stdout + proc.stderr
+
+
 def test_hosts_with_connection_and_data(tmp_path):
     hosts = load(write(tmp_path, '[[hosts]]\nname="g1"\naddress="192.0.2.1"\nport=2222\nkey="/k"\n'
                                  '[hosts.data]\nnvidia_allow_reboot=true\n\n[[hosts]]\naddress="192.0.2.2"\n'))
@@ -26,6 +42,10 @@ def test_hosts_with_connection_and_data(tmp_path):
     ('[[hosts]]\naddress="a"\n[[hosts]]\naddress="a"\n', "duplicate host name 'a'"),
     ('hosts = 3\n', "no [[hosts]]"),
     ('[[hosts]\n', "not valid TOML"),
+    ('[[hosts]]\naddress="a"\n[hosts.data]\nnvidia_alow_reboot=true\n',
+     "unknown knob 'nvidia_alow_reboot' in [hosts.data] (did you mean nvidia_allow_reboot"),
+    ('[[hosts]]\naddress="a"\n[hosts.data]\napi_port="8080"\n', "knob api_port must be int like its default"),
+    ('[[hosts]]\naddress="a"\n[hosts.data]\nnvidia_allow_reboot=1\n', "knob nvidia_allow_reboot must be bool"),
 ])
 def test_mistakes_are_named(tmp_path, text, message):
     with pytest.raises(HostsFileError) as exc:
