@@ -102,7 +102,7 @@ def _gpus_seen():
 
 @operation()
 def preflight(gpu_count: int, gpu_min_memory_mib: int, model_dir: str, need_mib: int,
-              min_ram_mib: int, min_shm_mib: int, hub_problem: str | None = None):
+              min_ram_mib: int, min_shm_mib: int, early_problem: str | None = None):
     """Refuse the box, before anything on it changes, when it cannot serve the champion."""
     from pyinfra import logger
     from pyinfra.facts.server import Arch, LinuxDistribution
@@ -110,7 +110,7 @@ def preflight(gpu_count: int, gpu_min_memory_mib: int, model_dir: str, need_mib:
     from . import hardware
     from .facts import FreeSpaceMiB, MemTotalMiB, SecureBoot
 
-    problems = [hub_problem] if hub_problem else []
+    problems = [early_problem] if early_problem else []
     distro = host.get_fact(LinuxDistribution)
     if (distro.get("name"), distro.get("major")) not in SUPPORTED_OS:
         problems.append(f"found {distro.get('name')} {distro.get('major')}, need Debian 12 or Ubuntu 22.04/24.04")

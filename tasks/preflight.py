@@ -9,18 +9,18 @@ from laguna_kit.settings import knobs_of
 
 # Space still needed = what the hub says the pinned checkpoints are, less what is already on disk.
 d = host.data
-need_mib, hub_problem = 0, None  # hub_problem: any reason found before the op runs
+need_mib, early_problem = 0, None  # a reason to refuse found before the op runs (hub, serving flags)
 try:
     for repo, rev in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):
         ckpt = checkpoint(d.hf_endpoint, repo, rev, d.hf_token_env)
         have = host.get_fact(FileSizes, path=f"{d.model_dir}/{ckpt.folder}")
         need_mib += sum(f.size for f in ckpt.files if have.get(f.path) != f.size) // (1 << 20)
 except HubError as exc:
-    hub_problem = str(exc)
+    early_problem = str(exc)
 try:
     render(knobs_of(d))  # a bad serving_mode or a flag the recipe saw crash: refuse now, not mid-deploy
 except ProfileError as exc:
-    hub_problem = f"{hub_problem}; {exc}" if hub_problem else str(exc)
+    early_problem = f"{early_problem}; {exc}" if early_problem else str(exc)
 
 preflight(
     name="Pre-flight: OS, GPUs, disk, RAM, /dev/shm",
@@ -30,5 +30,5 @@ preflight(
     need_mib=need_mib + d.checkpoint_free_margin_gib * 1024,
     min_ram_mib=d.min_ram_mib,
     min_shm_mib=d.min_shm_mib,
-    hub_problem=hub_problem,
+    early_problem=early_problem,
 )

@@ -253,9 +253,6 @@ class Box:
                                f" {proc.stdout.strip()[-500:]}")
         return proc
 
-    def in_netns(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-        return sh("ip", "netns", "exec", self.netns, *cmd, check=check)
-
     def stop(self, timeout: float = 30) -> None:
         pid_file = self.state_dir / "supervisor.pid"
         pid = self.supervisor.pid if self.supervisor else (int(pid_file.read_text()) if pid_file.exists() else None)

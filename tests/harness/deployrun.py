@@ -34,11 +34,6 @@ class DeployResult:
         ops = self.report["results"]["operations"]
         return [op["name"] for op in ops if (host in op["success"] if host else op["success"])]
 
-    def errors(self) -> list[str]:
-        if not self.report:
-            return []
-        return [op["name"] for op in self.report["results"]["operations"] if op["error"]]
-
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
