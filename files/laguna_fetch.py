@@ -14,7 +14,11 @@ id per file); this script:
 - quarantines a mismatching file (``.laguna-quarantine/``) and fetches it once more; a second
   mismatch fails with the file name and both hashes;
 - checks that model.safetensors.index.json names exactly the shards present;
-- checks free space before the first byte.
+- checks free space before the first byte;
+- keeps another revision's folder whole for rollback (laguna_release.py) and hard-links the files
+  a new revision did not change;
+- offline (``--uploaded DIR``): verifies the files the control machine pushed from its mirror the
+  same way, instead of downloading.
 
 Prints one JSON summary line on stdout; errors go to stderr with exit code 2. The hub token is read
 from a 0600 file (``--token-file``), never from argv or the environment of another process.
@@ -32,7 +36,10 @@ import sys
 import threading
 import time
 
-STATE_NAME = ".laguna-verified.json"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import laguna_release as revisions  # noqa: E402  (stdlib only; installed beside this file)
+
+STATE_NAME = revisions.VERIFIED_RECORD
 PARTIAL = ".laguna-partial"
 QUARANTINE = ".laguna-quarantine"
 CHUNK = 1 << 20
@@ -145,14 +152,40 @@ class Downloader:
         got = os.path.getsize(part)
         if got != entry["size"]:
             raise FetchError(f"{entry['path']}: transfer ended at {got} of {entry['size']} bytes; re-run to resume")
-        ok, found = content_ok(part, entry, self.counter)
-        if not ok:
-            quarantine(self.dest, part, entry["path"] + ".download")
-            raise HashMismatch(entry, found)
-        final = os.path.join(self.dest, entry["path"])
-        os.makedirs(os.path.dirname(final), exist_ok=True)
-        os.chmod(part, 0o644)
-        os.replace(part, final)
+        place(self.dest, part, entry, self.counter)
+
+
+class Uploaded:
+    """Offline: the files the control machine pushed from its mirror, verified exactly like downloads."""
+
+    def __init__(self, upload_dir: str, dest: str, counter: dict):
+        self.upload_dir, self.dest, self.counter = upload_dir, dest, counter
+
+    def fetch(self, entry: dict) -> None:
+        src = os.path.join(self.upload_dir, entry["path"])
+        if not os.path.isfile(src):
+            raise FetchError(f"{entry['path']}: not among the files pushed from the mirror")
+        if os.path.getsize(src) != entry["size"]:
+            raise FetchError(f"{entry['path']}: the mirror's copy is {os.path.getsize(src)} bytes, the hub recorded "
+                             f"{entry['size']}: fix the mirror (scripts/mirror_checkpoints.py checks it)")
+        try:
+            place(self.dest, src, entry, self.counter)
+        except HashMismatch as exc:
+            want = entry.get("sha256") or entry["blob_id"]
+            raise FetchError(f"{entry['path']}: the mirror's copy has hash {exc.found}, the hub recorded {want}: "
+                             "quarantined; fix the mirror (scripts/mirror_checkpoints.py checks it)") from None
+
+
+def place(dest: str, part: str, entry: dict, counter: dict) -> None:
+    """Move a complete file into place only after its hash matched: a bad one is quarantined."""
+    ok, found = content_ok(part, entry, counter)
+    if not ok:
+        quarantine(dest, part, entry["path"] + ".download")
+        raise HashMismatch(entry, found)
+    final = os.path.join(dest, entry["path"])
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    os.chmod(part, 0o644)
+    os.replace(part, final)
 
 
 class HashMismatch(FetchError):
@@ -186,22 +219,50 @@ def check_index(dest: str, manifest: list[dict]) -> None:
         raise FetchError(f"{index_name} does not name these shards: {', '.join(unreferenced)}")
 
 
+def link_unchanged_files(dest: str, manifest: list[dict], files_state: dict) -> int:
+    """Hard-link files whose hash is unchanged from a kept revision: a new revision downloads only
+    what really changed. Files are only ever replaced by rename, never written in place, so sharing
+    an inode is safe; a changed stat still means a re-hash."""
+    linked = 0
+    for old in revisions.stashed(dest):
+        old_state = load_state(old)
+        by_hash = {rec.get("hash"): name for name, rec in old_state.get("files", {}).items()}
+        for entry in manifest:
+            want = entry.get("sha256") or entry["blob_id"]
+            path = os.path.join(dest, entry["path"])
+            name = by_hash.get(want)
+            if name is None or entry["path"] in files_state or os.path.exists(path):
+                continue
+            src = os.path.join(old, name)
+            if not recorded_ok(old_state, old_state.get("revision"), old, dict(entry, path=name)):
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.link(src, path)
+            files_state[entry["path"]] = dict(stat_record(path), hash=want)
+            linked += 1
+    return linked
+
+
 def sync(args) -> dict:
     with open(args.manifest) as fh:
         manifest_doc = json.load(fh)
     manifest, revision = manifest_doc["files"], manifest_doc["revision"]
     dest = args.dest
-    os.makedirs(dest, exist_ok=True)
+    # Another revision in this folder is kept whole for the releases that need it, not overwritten.
+    selected = revisions.select_revision(dest, revision)
     token = None
     if args.token_file and os.path.exists(args.token_file):
         with open(args.token_file) as fh:
             token = fh.read().strip() or None
     counter = {"downloaded_bytes": 0, "hashed_bytes": 0}
+    started = time.time()
     state = load_state(dest)
     if state.get("revision") not in (None, revision):
         state = {}  # another revision's record proves nothing about this one
     files_state = state.get("files", {})
+    state = {"revision": revision, "files": files_state}
     todo, verified, repaired = [], 0, []
+    reused = link_unchanged_files(dest, manifest, files_state) if selected == "new" else 0
 
     # Stray shards (another revision's, a renamed copy) would confuse the loader: move them aside.
     wanted = {e["path"] for e in manifest}
@@ -226,8 +287,9 @@ def sync(args) -> dict:
                             f"{entry.get('sha256') or entry['blob_id']}: quarantined, fetched again)")
         todo.append(entry)
 
+    uploaded = getattr(args, "uploaded", None)
     need = 0
-    for entry in todo:
+    for entry in todo if not uploaded else ():  # pushed files are on this filesystem already
         part = os.path.join(dest, PARTIAL, entry["path"] + ".part")
         need += entry["size"] - (min(os.path.getsize(part), entry["size"]) if os.path.exists(part) else 0)
     free = shutil.disk_usage(dest).free
@@ -237,7 +299,8 @@ def sync(args) -> dict:
                          f"plus {args.margin_mib} MiB margin; nothing was downloaded")
 
     if todo:
-        dl = Downloader(args.endpoint, args.repo, revision, token, dest, counter)
+        dl = (Uploaded(uploaded, dest, counter) if uploaded
+              else Downloader(args.endpoint, args.repo, revision, token, dest, counter))
 
         def one(entry):
             try:
@@ -262,6 +325,8 @@ def sync(args) -> dict:
             path = os.path.join(dest, entry["path"])
             with LOCK:
                 files_state[entry["path"]] = dict(stat_record(path), hash=entry.get("sha256") or entry["blob_id"])
+                # Recorded as each file lands: a reboot mid-fetch costs no re-hash of finished files.
+                save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
 
         errors = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
@@ -276,9 +341,11 @@ def sync(args) -> dict:
     else:
         save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
     shutil.rmtree(os.path.join(dest, PARTIAL), ignore_errors=True)
+    if uploaded:
+        shutil.rmtree(uploaded, ignore_errors=True)
     check_index(dest, manifest)
     return dict(counter, files=len(manifest), verified_without_download=verified, fetched=len(todo),
-                repaired=repaired)
+                repaired=repaired, reused_from_other_revisions=reused, started=round(started, 3), finished=round(time.time(), 3))
 
 
 def main(argv=None) -> int:
@@ -286,7 +353,8 @@ def main(argv=None) -> int:
     p.add_argument("--repo", required=True)
     p.add_argument("--manifest", required=True, help="JSON from the control machine: revision + files")
     p.add_argument("--dest", required=True)
-    p.add_argument("--endpoint", required=True)
+    p.add_argument("--endpoint", help="the hub (or a mirror of its HTTP API)")
+    p.add_argument("--uploaded", help="offline: verify the files pushed into this folder instead of downloading")
     p.add_argument("--token-file")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--margin-mib", type=int, default=1024)

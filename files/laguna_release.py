@@ -23,10 +23,62 @@ import sys
 import time
 
 UNIT_DIR = "/etc/systemd/system"
+VERIFIED_RECORD = ".laguna-verified.json"  # written by laguna_fetch.py in each checkpoint folder
+STASH = ".laguna-revisions"  # beside the checkpoint folders: other revisions, kept for rollback
 
 
 class ReleaseError(Exception):
     pass
+
+
+# --- checkpoint revisions -------------------------------------------------------------------------
+# A checkpoint folder (model_dir/<repo name>) holds one verified revision; the others a release may
+# need are kept whole in model_dir/.laguna-revisions/<name>@<commit>, so switching is two renames on
+# one filesystem and the container's paths stay the recipe's.
+
+def recorded_revision(dest: str) -> str | None:
+    try:
+        with open(os.path.join(dest, VERIFIED_RECORD)) as fh:
+            return json.load(fh).get("revision")
+    except (OSError, ValueError):
+        return None
+
+
+def stash_path(dest: str, revision: str) -> str:
+    dest = os.path.normpath(dest)
+    return os.path.join(os.path.dirname(dest), STASH, f"{os.path.basename(dest)}@{revision}")
+
+
+def select_revision(dest: str, revision: str) -> str:
+    """Make `dest` the folder of `revision`: "current" (it already is), "restored" (from the stash;
+    the folder it replaced is stashed in turn) or "new" (nothing of it here: an empty folder)."""
+    have = recorded_revision(dest)
+    if have == revision:
+        return "current"
+    kept = stash_path(dest, revision)
+    if have is not None:
+        old = stash_path(dest, have)
+        os.makedirs(os.path.dirname(old), exist_ok=True)
+        if os.path.isdir(old):
+            os.rename(old, old + f".replaced.{int(time.time())}")  # an older copy of the same commit
+        os.rename(dest, old)
+    if os.path.isdir(kept):
+        if os.path.isdir(dest) and not os.listdir(dest):
+            os.rmdir(dest)
+        if not os.path.exists(dest):
+            os.rename(kept, dest)
+            return "restored"
+    os.makedirs(dest, exist_ok=True)
+    return "new"
+
+
+def stashed(dest: str) -> list[str]:
+    """Folders of other revisions of `dest`'s repo kept on this box."""
+    root = os.path.dirname(stash_path(dest, "x"))
+    prefix = os.path.basename(os.path.normpath(dest)) + "@"
+    if not os.path.isdir(root):
+        return []
+    return sorted(os.path.join(root, n) for n in os.listdir(root) if n.startswith(prefix))
 
 
 class Releases:
@@ -83,6 +135,16 @@ class Releases:
     def activate(self, n: int) -> None:
         if n not in self.numbers():
             raise ReleaseError(f"no release {n}; have {self.numbers()}")
+        checkpoints = self.meta(n).get("spec", {}).get("checkpoints", [])
+        for ck in checkpoints:  # refuse before anything moves when a needed revision is gone
+            if recorded_revision(ck["dest"]) != ck["revision"]:
+                if not os.path.isdir(stash_path(ck["dest"], ck["revision"])):
+                    raise ReleaseError(f"release {n} needs {ck['dest']} at {ck['revision']}, which is not on "
+                                       "this box (pruned, or never fetched here): run deploy.py with that "
+                                       "revision pinned to fetch it")
+        for ck in checkpoints:
+            if select_revision(ck["dest"], ck["revision"]) == "restored":
+                print(f"{ck['dest']}: revision {ck['revision'][:12]} restored from {STASH}")
         src = os.path.join(self.folder(n), self.unit)
         dest = os.path.join(UNIT_DIR, self.unit)
         with open(src) as fh:

@@ -42,6 +42,7 @@ hf_token_env = "HF_TOKEN"  # the control machine's environment variable holding 
 box_venv_packages = ["huggingface_hub==2.4.0", "httpx==0.29.0"]  # the box-side tools' venv (pins as requirements.txt)
 checkpoint_rehash = False  # True re-hashes every file once (suspected bit rot); normally a stat record is trusted
 download_workers = 4  # files fetched in parallel per checkpoint (15 target shards)
+checkpoint_mirror = ""  # offline boxes: a folder on the control machine from scripts/mirror_checkpoints.py; "" = the hub
 
 # --- service ----------------------------------------------------------------------------------
 serving_mode = "champion"  # a row of serving_profiles: champion | context-first | speed-128k

@@ -163,23 +163,26 @@ class DockerImageDigest(FactBase):
 
 
 class ReleaseState(FactBase):
-    """``{"state": releases/state.json, "current": its release.json, "gate": state/last-gate.json}``."""
+    """``{"state": releases/state.json, "current": its release.json, "gate": state/last-gate.json,
+    "unit": {"active": bool, "since": unix seconds of its last start or None}}`` (unit: when asked)."""
 
-    def command(self, kit_dir):
+    def command(self, kit_dir, unit=None):
         k = shlex.quote(kit_dir)
+        unit_part = (f"printf '\\n__UNIT__\\n'; systemctl show {shlex.quote(unit)} -p ActiveState "
+                     "-p ActiveEnterTimestamp --timestamp=unix 2>/dev/null; " if unit else "")
         return (f"echo __STATE__; cat {k}/releases/state.json 2>/dev/null; "
                 f"cur=$(grep -o '\"current\": *[0-9]*' {k}/releases/state.json 2>/dev/null | grep -o '[0-9]*$'); "
                 f"printf '\\n__CURRENT__\\n'; [ -n \"$cur\" ] && cat {k}/releases/$(printf %04d \"$cur\")/release.json 2>/dev/null; "
-                f"printf '\\n__GATE__\\n'; cat {k}/state/last-gate.json 2>/dev/null; true")
+                f"printf '\\n__GATE__\\n'; cat {k}/state/last-gate.json 2>/dev/null; {unit_part}true")
 
     @staticmethod
     def default():
-        return {"state": {}, "current": {}, "gate": {}}
+        return {"state": {}, "current": {}, "gate": {}, "unit": {"active": False, "since": None}}
 
     def process(self, output):
         import json
 
-        parts, key = {"__STATE__": [], "__CURRENT__": [], "__GATE__": []}, None
+        parts, key = {"__STATE__": [], "__CURRENT__": [], "__GATE__": [], "__UNIT__": []}, None
         for line in output:
             if line in parts:
                 key = line
@@ -192,8 +195,12 @@ class ReleaseState(FactBase):
             except ValueError:
                 return {}
 
+        props = dict(line.split("=", 1) for line in parts["__UNIT__"] if "=" in line)
+        since = props.get("ActiveEnterTimestamp", "").lstrip("@")
         return {"state": load(parts["__STATE__"]), "current": load(parts["__CURRENT__"]),
-                "gate": load(parts["__GATE__"])}
+                "gate": load(parts["__GATE__"]),
+                "unit": {"active": props.get("ActiveState") == "active",
+                         "since": int(since) if since.isdigit() else None}}
 
 
 class ServingStatus(FactBase):

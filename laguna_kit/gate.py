@@ -172,7 +172,8 @@ def benchmark(base: str, model: str, max_tokens: int = 500, runs: int = 3, timeo
 
 
 def run_gate(args) -> dict:
-    result = {"release": args.release, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "passed": False}
+    result = {"release": args.release, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "started_unix": round(time.time(), 3), "passed": False}
     try:
         result["ready_s"] = round(wait_ready(args.url, args.ready_timeout, args.unit), 1)
         result["smoke"] = smoke(args.url, args.model)

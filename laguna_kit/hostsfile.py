@@ -93,3 +93,10 @@ def _check_knobs(where: str, data: dict) -> None:
         if not ok:
             raise HostsFileError(f"{where}: knob {key} must be {want.__name__} like its default, "
                                  f"got {type(value).__name__} {value!r}")
+    # Values each fine alone can still make no serving profile (a mode name, an unsafe combination).
+    from .profiles import ProfileError, render
+
+    try:
+        render(dict(known, **data))
+    except ProfileError as exc:
+        raise HostsFileError(f"{where}: {exc}") from None

@@ -75,6 +75,45 @@ def is_pinned(revision: str) -> bool:
     return bool(COMMIT_RE.fullmatch(revision))
 
 
+# --- offline: a mirror folder on the control machine (scripts/mirror_checkpoints.py) --------------
+
+MIRROR_MANIFEST = "laguna-manifest.json"  # the hub's metadata for the commit, recorded when mirrored
+
+
+def mirror_folder(mirror: str, repo: str, commit: str) -> str:
+    return os.path.join(os.path.expanduser(mirror), f"{repo.replace('/', '__')}@{commit}")
+
+
+def checkpoint_from_mirror(mirror: str, repo: str, revision: str) -> Checkpoint:
+    """The checkpoint as the hub described it when it was mirrored: the same hashes are checked."""
+    import json
+
+    if not is_pinned(revision):
+        raise HubError(f"{repo}: offline mode needs a pinned commit, not {revision!r} (nothing can resolve "
+                       "a branch without the hub)")
+    folder = mirror_folder(mirror, repo, revision)
+    try:
+        with open(os.path.join(folder, MIRROR_MANIFEST)) as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise HubError(f"{repo}@{revision[:12]} is not in the mirror {mirror} (no {folder}/{MIRROR_MANIFEST}): "
+                       "make it with scripts/mirror_checkpoints.py on a machine that reaches the hub") from None
+    except ValueError as exc:
+        raise HubError(f"{folder}/{MIRROR_MANIFEST} is not valid JSON: {exc}") from None
+    if doc.get("repo") != repo or doc.get("revision") != revision:
+        raise HubError(f"{folder}/{MIRROR_MANIFEST} describes {doc.get('repo')}@{doc.get('revision')}, "
+                       f"not {repo}@{revision}")
+    return Checkpoint(repo, revision, tuple(HubFile(f["path"], f["size"], f.get("sha256"), f.get("blob_id") or "")
+                                            for f in doc["files"]))
+
+
+def source_checkpoint(d, repo: str, revision: str) -> Checkpoint:
+    """What the pinned checkpoint is, from the mirror when `checkpoint_mirror` is set, else the hub."""
+    if d.checkpoint_mirror:
+        return checkpoint_from_mirror(d.checkpoint_mirror, repo, revision)
+    return checkpoint(d.hf_endpoint, repo, revision, d.hf_token_env)
+
+
 # --- what is on the box, judged without hashing ------------------------------------------------
 
 STATE_NAME = ".laguna-verified.json"  # written by files/laguna_fetch.py next to the checkpoint
@@ -85,6 +124,18 @@ def manifest(ckpt: Checkpoint) -> dict:
     return {"repo": ckpt.repo, "revision": ckpt.commit,
             "files": [{"path": f.path, "size": f.size, "sha256": f.sha256, "blob_id": f.blob_id}
                       for f in ckpt.files]}
+
+
+def unverified_paths(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:
+    """The checkpoint's files whose record does not prove them (all of them for another revision)."""
+    records = state.get("files", {}) if state.get("revision") == ckpt.commit else {}
+    out = []
+    for f in ckpt.files:
+        rec, st = records.get(f.path), stats.get(f.path)
+        if (st is None or not rec or rec.get("hash") != (f.sha256 or f.blob_id)
+                or any(rec.get(k) != st[k] for k in ("size", "mtime_ns", "inode"))):
+            out.append(f.path)
+    return out
 
 
 def not_verified(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 
 from pyinfra import host
 from pyinfra.api import OperationError, operation
@@ -238,7 +239,7 @@ def docker_config_applied():
 
 @operation()
 def checkpoint_synced(ckpt, dest: str, endpoint: str, token_var: str, kit_dir: str, workers: int,
-                      margin_mib: int, rehash: bool = False):
+                      margin_mib: int, rehash: bool = False, mirror: str = ""):
     """The pinned checkpoint is in `dest`, every file verified against the hub's hash.
 
     Judged from stat and the box's verification record: a converged box is not hashed. Otherwise
@@ -246,7 +247,6 @@ def checkpoint_synced(ckpt, dest: str, endpoint: str, token_var: str, kit_dir: s
     travels as an uploaded 0600 file, removed when the fetch ends; it is never in a command line.
     """
     import os
-    import shlex
 
     from pyinfra.api import FileUploadCommand
 
@@ -263,6 +263,23 @@ def checkpoint_synced(ckpt, dest: str, endpoint: str, token_var: str, kit_dir: s
     manifest_path = f"{state_dir}/{ckpt.folder}.manifest.json"
     yield f"install -d -m 755 {shlex.quote(state_dir)} {shlex.quote(dest)}"
     yield FileUploadCommand(io.StringIO(json.dumps(hub.manifest(ckpt))), manifest_path)
+    if mirror:  # offline: push what the box lacks from the control machine's mirror, then verify it there
+        src = hub.mirror_folder(mirror, ckpt.repo, ckpt.commit)
+        upload = f"{dest.rstrip('/')}.laguna-upload"  # beside dest: same filesystem, moved by rename
+        paths = hub.unverified_paths(ckpt, seen["stats"], seen["state"])
+        missing = [p for p in paths if not os.path.isfile(os.path.join(src, p))]
+        if missing:
+            raise OperationError(f"{ckpt.repo}@{ckpt.commit[:12]}: the mirror {src} lacks {', '.join(missing)}")
+        dirs = sorted({os.path.dirname(f"{upload}/{p}") for p in paths} | {upload})
+        yield "install -d -m 755 " + " ".join(shlex.quote(x) for x in dirs)
+        for p in paths:
+            yield FileUploadCommand(os.path.join(src, p), f"{upload}/{p}")
+        fetch = " ".join(shlex.quote(a) for a in [
+            f"{kit_dir}/venv/bin/python", f"{kit_dir}/bin/laguna_fetch.py", "--repo", ckpt.repo,
+            "--manifest", manifest_path, "--dest", dest, "--uploaded", upload,
+            "--margin-mib", str(margin_mib)] + (["--rehash"] if rehash else []))
+        yield f"{fetch} >> {state_dir}/fetch-log.jsonl"
+        return
     token_file = f"{kit_dir}/secrets/hf_token"
     token = os.environ.get(token_var) or ""
     if token:
@@ -310,6 +327,7 @@ def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
     import jinja2
 
     from . import profiles
+    from .hub import is_pinned
     from .settings import KIT_ROOT
 
     serving = profiles.render(knobs, digest)
@@ -324,6 +342,11 @@ def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
             "target_repo": knobs["target_repo"], "target_revision": knobs["target_revision"],
             "drafter_repo": knobs["drafter_repo"], "drafter_revision": knobs["drafter_revision"],
             "argv": serving.argv(), "derived": serving.derived, "forced": serving.warnings,
+            # The checkpoint revisions this release runs: activating it (a rollback) puts them back.
+            "checkpoints": [{"dest": f"{knobs['model_dir']}/{repo.split('/')[-1]}", "revision": rev}
+                            for repo, rev in ((knobs["target_repo"], knobs["target_revision"]),
+                                              (knobs["drafter_repo"], knobs["drafter_revision"]))
+                            if is_pinned(rev)],
             # The gate this release must pass, kept with it so a rollback validates the restored mode.
             "gate": {"url": f"http://127.0.0.1:{knobs['api_port']}/v1", "model": knobs["served_model_name"],
                      "prompt_tokens": serving.gate_prompt_tokens, "max_tokens": knobs["gate_max_tokens"],
@@ -346,9 +369,13 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
 
     digest = host.get_fact(DockerImageDigest, ref=knobs["vllm_image"])
     spec, unit_text = render_release(knobs, digest)
-    current = host.get_fact(ReleaseState, kit_dir=kit_dir)["current"]
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+    current = st["current"]
     if current and current.get("spec") == spec:
-        host.noop(f"release {current.get('number')} ({spec['mode']}, {digest}) is current")
+        if st["unit"]["active"]:
+            host.noop(f"release {current.get('number')} ({spec['mode']}, {digest}) is current")
+        else:  # stopped by an operator, or a crash loop that systemd gave up on: start it (the gate follows)
+            yield f"systemctl reset-failed {shlex.quote(unit)} 2>/dev/null; systemctl start {shlex.quote(unit)}"
         return
     if current:
         from pyinfra import logger
@@ -381,10 +408,12 @@ def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
     """
     from .facts import ReleaseState
 
-    st = host.get_fact(ReleaseState, kit_dir=kit_dir)
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
     current = (st["state"] or {}).get("current")
-    gate = st["gate"] or {}
-    if current is not None and gate.get("release") == current and gate.get("passed"):
+    gate, since = st["gate"] or {}, st["unit"]["since"]
+    # A pass proves only the run it tested: a restart since (crash, reboot, operator) needs a new one.
+    if (current is not None and gate.get("release") == current and gate.get("passed") and st["unit"]["active"]
+            and since is not None and since <= gate.get("started_unix", 0)):
         host.noop(f"release {current} passed the gate at {gate.get('time')}")
         return
     cmd = gate_command(kit_dir, unit)

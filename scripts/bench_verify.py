@@ -4,6 +4,7 @@
 1. Hash throughput of the kit's verifier (files/laguna_fetch.py) against `sha256sum` on the same files.
 2. A real fetch through the stand-in hub (127.0.0.1) with the real huggingface_hub client, then a
    converged re-run: bytes downloaded and bytes re-hashed by each.
+3. A transfer cut half way through a shard, then resumed: bytes fetched against bytes missing.
 usage: bench_verify.py [--files 15] [--mib 64] [--json out.json]
 """
 import argparse
@@ -66,6 +67,25 @@ with tempfile.TemporaryDirectory() as tmp:
         runs.append({"run": label, "seconds": round(time.monotonic() - t, 3),
                      "downloaded_bytes": summary["downloaded_bytes"], "hashed_bytes": summary["hashed_bytes"]})
     out["fetch"] = runs
+
+    # A transfer killed half way through one shard, then resumed: bytes fetched vs bytes missing.
+    shard = sorted(f for f in repo.files if f.endswith(".safetensors"))[0]
+    os.remove(os.path.join(dest, shard))
+    size = len(repo.files[shard])
+    hub.served.clear()
+    hub.cut[shard] = size // 2
+    args = argparse.Namespace(repo=repo.repo_id, manifest=manifest, dest=dest, endpoint=endpoint, token_file=None,
+                              workers=4, margin_mib=0, rehash=False)
+    try:
+        fetch.sync(args)
+    except fetch.FetchError:
+        pass
+    kept = os.path.getsize(os.path.join(dest, fetch.PARTIAL, shard + ".part"))
+    hub.served.clear()
+    fetch.sync(args)
+    fetched = hub.served.get(f"{repo.repo_id}/{shard}", 0)
+    out["resume"] = {"file_bytes": size, "kept": kept, "missing": size - kept, "fetched": fetched,
+                     "overhead": round(fetched / (size - kept), 4)}
     server.shutdown()
 
 h = out["hash"]
@@ -74,6 +94,9 @@ print(f"hash {h['bytes'] / 2**20:.0f} MiB: kit {h['kit_MiB_s']} MiB/s, sha256sum
 print(f"{'run':<18} {'seconds':>8} {'downloaded':>12} {'re-hashed':>12}")
 for r in out["fetch"]:
     print(f"{r['run']:<18} {r['seconds']:>8} {r['downloaded_bytes']:>12} {r['hashed_bytes']:>12}")
+r = out["resume"]
+print(f"resume: {r['kept']} of {r['file_bytes']} bytes kept, {r['fetched']} fetched for {r['missing']} missing "
+      f"({r['overhead']}x)")
 if a.json:
     with open(a.json, "w") as fh:
         json.dump(out, fh, indent=1)

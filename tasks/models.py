@@ -3,7 +3,7 @@
 from pyinfra import host, logger
 from pyinfra.operations import files
 
-from laguna_kit.hub import HubError, checkpoint, is_pinned
+from laguna_kit.hub import HubError, is_pinned, source_checkpoint
 from laguna_kit.operations import checkpoint_synced
 
 d = host.data
@@ -12,7 +12,7 @@ files.directory(name=f"Model directory {d.model_dir}", path=d.model_dir, mode="7
 
 for repo, revision in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):
     try:
-        ckpt = checkpoint(d.hf_endpoint, repo, revision, d.hf_token_env)
+        ckpt = source_checkpoint(d, repo, revision)
     except HubError:
         continue  # the pre-flight already refused this host with the hub's reason
     if not is_pinned(revision):
@@ -29,4 +29,5 @@ for repo, revision in ((d.target_repo, d.target_revision), (d.drafter_repo, d.dr
         workers=d.download_workers,
         margin_mib=d.checkpoint_free_margin_gib * 1024,
         rehash=d.checkpoint_rehash,
+        mirror=d.checkpoint_mirror,
     )

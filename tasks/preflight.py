@@ -2,7 +2,7 @@
 from pyinfra import host
 
 from laguna_kit.facts import FileSizes
-from laguna_kit.hub import HubError, checkpoint
+from laguna_kit.hub import HubError, source_checkpoint
 from laguna_kit.operations import preflight
 from laguna_kit.profiles import ProfileError, render
 from laguna_kit.settings import knobs_of
@@ -12,7 +12,7 @@ d = host.data
 need_mib, early_problem = 0, None  # a reason to refuse found before the op runs (hub, serving flags)
 try:
     for repo, rev in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):
-        ckpt = checkpoint(d.hf_endpoint, repo, rev, d.hf_token_env)
+        ckpt = source_checkpoint(d, repo, rev)
         have = host.get_fact(FileSizes, path=f"{d.model_dir}/{ckpt.folder}")
         need_mib += sum(f.size for f in ckpt.files if have.get(f.path) != f.size) // (1 << 20)
 except HubError as exc:

@@ -46,6 +46,10 @@ def test_hosts_with_connection_and_data(tmp_path):
      "unknown knob 'nvidia_alow_reboot' in [hosts.data] (did you mean nvidia_allow_reboot"),
     ('[[hosts]]\naddress="a"\n[hosts.data]\napi_port="8080"\n', "knob api_port must be int like its default"),
     ('[[hosts]]\naddress="a"\n[hosts.data]\nnvidia_allow_reboot=1\n', "knob nvidia_allow_reboot must be bool"),
+    ('[[hosts]]\naddress="a"\n[hosts.data]\nserving_mode="turbo"\n',
+     "serving_mode 'turbo' is not a profile; choose one of champion, context-first, speed-128k"),
+    ('[[hosts]]\naddress="a"\n[hosts.data]\ncontainer_extra_env={VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS="0"}\n',
+     "CUDA-graph memory estimate"),
 ])
 def test_mistakes_are_named(tmp_path, text, message):
     with pytest.raises(HostsFileError) as exc:

@@ -170,3 +170,40 @@ def test_disk_too_small_is_refused_before_the_first_byte(make_box, deploy):
     assert not res.ok
     assert "MiB free at /models, need 15 MiB" in res.output, res.explain()
     assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}
+
+
+def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same_way(make_box, deploy, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from laguna_kit.settings import KIT_ROOT
+    mirror = tmp_path / "mirror"
+    made = subprocess.run([sys.executable, "scripts/mirror_checkpoints.py", "--dest", str(mirror), "--endpoint", HUB],
+                          cwd=KIT_ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, HF_TOKEN=servers.HUB_TOKEN))
+    assert made.returncode == 0, made.stderr[-2000:]
+    b = make_box()
+    hub_control("reset")
+    # No hub at all: an address that answers nothing, and no token.
+    offline = {"checkpoint_mirror": str(mirror), "hf_endpoint": "http://192.0.2.1:9"}
+    res = deploy(b, DEPLOY, data=offline, env={"HF_TOKEN": ""})
+    assert res.ok, res.explain()
+    assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}, "the box used the hub"
+    shard = mirror / f"poolside__Laguna-S-2.1-INT4@{standin_hub.TARGET_COMMIT}" / SHARD
+    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(shard.read_bytes()).hexdigest()
+    assert b.run(f"ls -A {TARGET}.laguna-upload 2>/dev/null | wc -l").stdout.strip() == "0"
+    again = deploy(b, DEPLOY, data=offline, env={"HF_TOKEN": ""})
+    assert again.ok and again.changed() == [], again.changed()
+
+    # A damaged copy on the box and a mirror gone bad: caught on the box by name and both hashes,
+    # and nothing wrong is put in place.
+    good = shard.read_bytes()
+    shard.write_bytes(b"\0" * 16 + good[16:])
+    b.run(f"truncate -s 100 {TARGET}/{SHARD}")
+    bad = deploy(b, DEPLOY, data=offline, env={"HF_TOKEN": ""})
+    assert not bad.ok
+    want = hashlib.sha256(good).hexdigest()
+    assert f"{SHARD}: the mirror's copy has hash {hashlib.sha256(shard.read_bytes()).hexdigest()}, " \
+           f"the hub recorded {want}" in bad.output, bad.explain()
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, "a bad file was put in place"

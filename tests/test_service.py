@@ -1,18 +1,24 @@
 """tasks/image.py, service.py, validate.py, rollback.py, status/logs/stop on a harness box with the
 stand-in vLLM image: the unit really starts a container that really answers."""
 
+import hashlib
 import json
+import os
 import re
 import shlex
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from laguna_kit import operations, settings
+from tests.harness import servers, standin_hub
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "champion-facts.md"
 UNIT = "/etc/systemd/system/laguna-vllm.service"
 RELEASE = "python3 /opt/laguna-kit/bin/laguna_release.py"
+HUB = f"http://127.0.0.1:{servers.HUB_PORT}"
 
 
 def exec_start(unit_text: str) -> list[str]:
@@ -133,6 +139,69 @@ def test_gate_failure_rolls_back_automatically(served, deploy):
     assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["id"] == "laguna"
 
 
+def test_revision_upgrade_fetches_only_changes_and_rollback_restores_the_old_checkpoint(served, deploy, sandbox):
+    b, _ = served
+    hub = sandbox.servers.hub
+    old = hub.repos[standin_hub.TARGET_REPO]
+    shard = "model-00003-of-00015.safetensors"
+    files = dict(old.files, **{shard: standin_hub.safetensors_bytes(
+        {"model.layers.2.mlp.experts.weight_packed": os.urandom(len(old.files[shard]) - 200)})})
+    new_rev = hashlib.sha1(b"poolside re-upload").hexdigest()
+    hub.add_revision(standin_hub.TARGET_REPO, new_rev, files)
+    httpx.post(f"{HUB}/_standin/reset")
+    up = deploy(b, data={"target_revision": new_rev})
+    assert up.ok, up.explain()
+    # A re-upload costs only what changed: the other files are linked from the kept revision.
+    assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {
+        f"{standin_hub.TARGET_REPO}/{shard}": len(files[shard])}
+    assert recorded_revision(b) == new_rev
+    kept = f"/models/.laguna-revisions/Laguna-S-2.1-INT4@{standin_hub.TARGET_COMMIT}"
+    assert b.run(f"sha256sum {kept}/{shard}").stdout.split()[0] == hashlib.sha256(old.files[shard]).hexdigest()
+    assert re.search(rf"^\*\s+\d+ .*champion .*target {new_rev[:12]}", releases(b), re.M), releases(b)
+
+    back = deploy(b, "tasks/rollback.py")
+    assert back.ok, back.explain()
+    assert recorded_revision(b) == standin_hub.TARGET_COMMIT
+    on_box = b.run(f"sha256sum /models/Laguna-S-2.1-INT4/{shard}").stdout.split()[0]
+    assert on_box == hashlib.sha256(old.files[shard]).hexdigest()
+    assert len(httpx.get(f"{HUB}/_standin/stats").json()["served"]) == 1, "the rollback downloaded"
+    assert json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["passed"]
+    again = deploy(b)
+    assert again.ok and again.changed() == [], again.changed()
+
+
+def recorded_revision(b) -> str:
+    return json.loads(b.run("cat /models/Laguna-S-2.1-INT4/.laguna-verified.json").stdout)["revision"]
+
+
+def test_crash_loop_stops_with_the_first_failure_in_the_journal_and_deploy_recovers(served, deploy):
+    b, _ = served
+    config = "/models/Laguna-S-2.1-DFlash-INT4/config.json"
+    since = b.run("date +%s").stdout.strip()
+    b.run(f"mv {config} {config}.away && systemctl reset-failed laguna-vllm && systemctl restart laguna-vllm")
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            state = b.run("systemctl show laguna-vllm -p ActiveState --value").stdout.strip()
+            if state == "failed":
+                break
+            time.sleep(3)
+        assert state == "failed", state
+        log = b.run(f"journalctl -u laguna-vllm --no-pager --since @{since}").stdout
+        burst = settings.defaults()["start_limit_burst"]
+        assert log.count("has no config.json") == burst, log[-3000:]
+        assert "Start request repeated too quickly" in log
+        assert b.run("systemctl show laguna-vllm -p NRestarts --value").stdout.strip() == str(burst)
+    finally:
+        b.run(f"mv {config}.away {config}")
+    res = deploy(b)
+    assert res.ok, res.explain()
+    assert set(res.changed()) >= {"tasks/service.py | Serving release (champion) is the running one",
+                                  "tasks/validate.py | Validation gate: readiness, smoke, fresh long-context "
+                                  "prompt, DFlash acceptance"}, res.changed()
+    assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
+
+
 def test_status_logs_stop(served, deploy):
     b, _ = served
     st = deploy(b, "tasks/status.py")
@@ -145,6 +214,12 @@ def test_status_logs_stop(served, deploy):
     assert stop.ok and b.run("systemctl is-active laguna-vllm", check=False).stdout.strip() == "inactive"
     st = deploy(b, "tasks/status.py")
     assert "unit laguna-vllm.service: inactive" in st.output
+    # A deploy starts a stopped release again, and validates it again: its earlier pass proves nothing now.
+    gate_before = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["started_unix"]
+    res = deploy(b)
+    assert res.ok, res.explain()
+    assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
+    assert json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["started_unix"] > gate_before
 
 
 def test_mismatched_drafter_fails_the_gate(make_box, deploy):

@@ -35,6 +35,11 @@ class DeployResult:
         return [op["name"] for op in ops if (host in op["success"] if host else op["success"])]
 
     @property
+    def totals(self) -> dict:
+        """pyinfra's own result counts: hosts, success (= changed), error, no_change."""
+        return (self.report or {}).get("results", {}).get("totals", {})
+
+    @property
     def output(self) -> str:
         return self.stdout + self.stderr
 
@@ -42,16 +47,38 @@ class DeployResult:
         return f"exit {self.returncode}\n--- stderr (tail)\n{self.stderr[-4000:]}\n--- stdout (tail)\n{self.stdout[-2000:]}"
 
 
-def run_deploy(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
-               env: dict | None = None, timeout: float = 900) -> DeployResult:
+def deploy_command(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
+                   env: dict | None = None) -> tuple[list[str], dict]:
+    """The operator's command line and environment for `deploy` on `boxes` (harness data on top)."""
     hosts = sandbox.write_hosts(run_dir() / f"hosts-{'-'.join(b.name for b in boxes)}.toml", boxes, data)
     full_env = dict(os.environ, LAGUNA_HOSTS=str(hosts), **sandbox.env())
     full_env.update(env or {})
-    proc = subprocess.run([PYINFRA, "-y", "--json", *args, "inventory.py", deploy], cwd=KIT_ROOT,
-                          capture_output=True, text=True, env=full_env, timeout=timeout)
+    return [PYINFRA, "-y", "--json", *args, "inventory.py", deploy], full_env
+
+
+def result_of(returncode: int, stdout: str, stderr: str) -> DeployResult:
     report = None
     try:
-        report = json.loads(proc.stdout) if proc.stdout.strip() else None
+        report = json.loads(stdout) if stdout.strip() else None
     except json.JSONDecodeError:
         pass
-    return DeployResult(proc.returncode, proc.stdout, proc.stderr, report)
+    return DeployResult(returncode, stdout, stderr, report)
+
+
+def run_deploy(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
+               env: dict | None = None, timeout: float = 900) -> DeployResult:
+    cmd, full_env = deploy_command(sandbox, boxes, deploy, data, args, env)
+    proc = subprocess.run(cmd, cwd=KIT_ROOT, capture_output=True, text=True, env=full_env, timeout=timeout)
+    return result_of(proc.returncode, proc.stdout, proc.stderr)
+
+
+def start_deploy(sandbox, boxes, deploy: str = "deploy.py", **kw) -> subprocess.Popen:
+    """The same run in the background, for drills that interrupt it; collect it with wait_deploy."""
+    cmd, full_env = deploy_command(sandbox, boxes, deploy, **kw)
+    return subprocess.Popen(cmd, cwd=KIT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=full_env)
+
+
+def wait_deploy(proc: subprocess.Popen, timeout: float = 900) -> DeployResult:
+    out, err = proc.communicate(timeout=timeout)
+    return result_of(proc.returncode, out, err)

@@ -9,7 +9,9 @@ Test controls (not part of the hub API), under ``/_standin/``:
 - ``GET stats``        bytes served per file since the last reset; ``POST reset``;
 - ``POST faults``      JSON ``{"cut": {"<path>": bytes}}``: the next download of that file is cut
                        after that many bytes (a killed transfer), ``{"corrupt": {"<path>": true}}``:
-                       served bytes are flipped while the metadata stays right (a bad mirror).
+                       served bytes are flipped while the metadata stays right (a bad mirror),
+                       ``{"slow": {"<path>": bytes_per_second}}``: that file is served slowly until the
+                       next reset (a long transfer to interrupt).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import json
 import re
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 TARGET_REPO = "poolside/Laguna-S-2.1-INT4"
@@ -120,6 +122,8 @@ class Hub:
         self.auth_seen: list[str] = []
         self.cut: dict[str, int] = {}
         self.corrupt: set[str] = set()
+        self.slow: dict[str, int] = {}
+        self.other_commits: dict[tuple[str, str], Repo] = {}
 
     def replace_file(self, repo_id: str, path: str, data: bytes | None) -> bytes | None:
         """Change (or with None, delete) a file of a stand-in repo; returns the old content."""
@@ -132,8 +136,21 @@ class Hub:
                 repo.__post_init__()
         return old
 
+    def add_revision(self, repo_id: str, commit: str, files: dict[str, bytes]) -> Repo:
+        """Another commit of a repo (a re-upload); "main" keeps naming the original one."""
+        main = self.repos[repo_id]
+        repo = Repo(repo_id, commit, files, main.gated_token)
+        with self.lock:
+            self.other_commits[(repo_id, commit)] = repo
+        return repo
+
     def resolve(self, repo: Repo, revision: str) -> str | None:
+        if (repo.repo_id, revision) in self.other_commits:
+            return revision
         return repo.commit if revision in (repo.commit, "main") else None
+
+    def at(self, repo: Repo, commit: str) -> Repo:
+        return self.other_commits.get((repo.repo_id, commit), repo)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -204,12 +221,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.hub.auth_seen.clear()
                 self.hub.cut.clear()
                 self.hub.corrupt.clear()
+                self.hub.slow.clear()
             return self._json({"ok": True})
         if path == "/_standin/faults":
             faults = json.loads(body or b"{}")
             with self.hub.lock:
                 self.hub.cut.update({k: int(v) for k, v in faults.get("cut", {}).items()})
                 self.hub.corrupt.update(k for k, v in faults.get("corrupt", {}).items() if v)
+                self.hub.slow.update({k: int(v) for k, v in faults.get("slow", {}).items()})
             return self._json({"ok": True})
         m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/paths-info/([^/]+)", path)
         if m:
@@ -225,6 +244,7 @@ class Handler(BaseHTTPRequestHandler):
         commit = self.hub.resolve(repo, revision)
         if commit is None:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        repo = self.hub.at(repo, commit)
         blobs = query.get("blobs", ["false"])[0].lower() in ("1", "true")
         siblings = [repo.sibling(p) if blobs else {"rfilename": p} for p in sorted(repo.files)]
         self._json({"_id": repo_id, "id": repo_id, "modelId": repo_id, "author": repo_id.split("/")[0],
@@ -238,6 +258,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.hub.resolve(repo, revision) is None:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        repo = self.hub.at(repo, self.hub.resolve(repo, revision))
         self._json([repo.entry(p) for p in sorted(repo.files) if not prefix or p.startswith(prefix + "/")])
 
     def paths_info(self, repo_id, revision, paths):
@@ -246,6 +267,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.hub.resolve(repo, revision) is None:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        repo = self.hub.at(repo, self.hub.resolve(repo, revision))
         self._json([repo.entry(p) for p in paths if p in repo.files])
 
     def resolve_file(self, repo_id, revision, filename):
@@ -255,6 +277,7 @@ class Handler(BaseHTTPRequestHandler):
         commit = self.hub.resolve(repo, revision)
         if commit is None:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        repo = self.hub.at(repo, commit)
         if filename not in repo.files:
             return self._error(404, "EntryNotFound", f"{filename} does not exist at {commit}", )
         data, meta = repo.files[filename], repo.meta[filename]
@@ -290,6 +313,7 @@ class Handler(BaseHTTPRequestHandler):
         key = f"{repo_id}/{filename}"
         with self.hub.lock:
             cut = self.hub.cut.pop(filename, None)
+            rate = self.hub.slow.get(filename)
             if filename in self.hub.corrupt:
                 chunk = bytes(b ^ 0xFF for b in chunk[:64]) + chunk[64:]
         if cut is not None:
@@ -299,6 +323,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk[i:i + (1 << 16)])
                 with self.hub.lock:
                     self.hub.served[key] = self.hub.served.get(key, 0) + len(chunk[i:i + (1 << 16)])
+                if rate:
+                    time.sleep((1 << 16) / rate)
         except (BrokenPipeError, ConnectionResetError):
             return
         if cut is not None:

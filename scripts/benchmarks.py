@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Benchmark (prints figures, asserts nothing): the kit's own costs on a sandbox box.
+
+1. First converge of a bare box (`pyinfra -y inventory.py deploy.py`): wall time, changed operations.
+2. Converged re-run: wall time, ratio to the first, remote commands (pyinfra's "Running command"
+   debug lines: facts and operations), file uploads, bytes re-hashed by the box's verifier.
+3. scripts/bench_verify.py: verification throughput against `sha256sum` on the same files, fetch and
+   re-run bytes, and a resumed download's overhead over the bytes that were missing.
+Writes everything to --json (default benchmarks.json) and prints a short table. Needs root and the
+packages scripts/setup.sh installs; uses the harness ports, so not while the test suite runs.
+usage: sudo .venv/bin/python scripts/benchmarks.py [--json benchmarks.json]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tests.harness.deployrun import PYINFRA  # noqa: E402
+from tests.harness.sandbox import SANDBOX_HOSTS, Sandbox  # noqa: E402
+
+FETCH_LOG = "/opt/laguna-kit/state/fetch-log.jsonl"
+
+
+def timed_deploy(sb) -> dict:
+    env = dict(os.environ, LAGUNA_HOSTS=str(SANDBOX_HOSTS), **sb.env())
+    t = time.monotonic()
+    proc = subprocess.run([PYINFRA, "-y", "--debug", "inventory.py", "deploy.py"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    seconds = time.monotonic() - t
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        sys.exit(f"benchmarks: deploy failed (exit {proc.returncode}):\n{out[-3000:]}")
+    changed = [line for line in out.splitlines() if "Changed:" in line]
+    return {"seconds": round(seconds, 1), "remote_commands": out.count("Running command on "),
+            "uploads": out.count("Attempting upload of "), "summary": changed[-1].strip() if changed else ""}
+
+
+def fetch_records(box) -> list[dict]:
+    text = box.run(f"cat {FETCH_LOG} 2>/dev/null || true").stdout
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", default=os.path.join(ROOT, "benchmarks.json"))
+    a = p.parse_args()
+    out = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
+                       "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
+    sb = Sandbox().start()
+    try:
+        box = sb.add_box("bench1")
+        sb.write_hosts(SANDBOX_HOSTS)
+        out["first_converge"] = timed_deploy(sb)
+        before = len(fetch_records(box))
+        out["converged_rerun"] = timed_deploy(sb)
+        new = fetch_records(box)[before:]
+        out["converged_rerun"]["rehashed_bytes"] = sum(r["hashed_bytes"] for r in new)
+        out["converged_rerun"]["downloader_runs"] = len(new)
+        out["rerun_to_first_ratio"] = round(out["converged_rerun"]["seconds"] / out["first_converge"]["seconds"], 3)
+    finally:
+        sb.stop()
+    with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_verify.py"), "--json", tmp.name],
+                       check=True, stdout=subprocess.DEVNULL)
+        out["verify"] = json.load(open(tmp.name))
+    with open(a.json, "w") as fh:
+        json.dump(out, fh, indent=1)
+
+    f, r, v = out["first_converge"], out["converged_rerun"], out["verify"]
+    rows = [
+        ("first converge, bare box", f"{f['seconds']} s", f["summary"]),
+        ("converged re-run", f"{r['seconds']} s", r["summary"]),
+        ("re-run / first", f"{out['rerun_to_first_ratio']}", ""),
+        ("remote commands on re-run", str(r["remote_commands"]), f"{r['uploads']} uploads"),
+        ("bytes re-hashed on re-run", str(r["rehashed_bytes"]), f"{r['downloader_runs']} downloader runs"),
+        ("verify throughput", f"{v['hash']['kit_MiB_s']} MiB/s",
+         f"sha256sum {v['hash']['sha256sum_MiB_s']} MiB/s on {v['hash']['bytes'] >> 20} MiB"),
+        ("resumed download", f"{v['resume']['overhead']}x", f"{v['resume']['fetched']} B fetched for "
+                                                             f"{v['resume']['missing']} B missing"),
+    ]
+    for name, value, note in rows:
+        print(f"{name:<28} {value:>14}  {note}")
+    print(f"written to {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
