@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import errno
 import hashlib
 import json
 import os
@@ -203,6 +204,16 @@ def quarantine(dest: str, path: str, name: str) -> str:
     return target
 
 
+def disk_full(dest: str, entry: dict) -> FetchError:
+    """ENOSPC mid-transfer, with the numbers: the part file stays where it never looks complete."""
+    part = os.path.join(dest, PARTIAL, entry["path"] + ".part")
+    got = os.path.getsize(part) if os.path.exists(part) else 0
+    free = shutil.disk_usage(dest).free
+    return FetchError(f"{entry['path']}: disk full at {dest} ({free >> 20} MiB free) after {got} of {entry['size']} "
+                      f"bytes; the part stays in {PARTIAL}/ and is never taken for the file: free at least "
+                      f"{(entry['size'] - got + (1 << 20) - 1) >> 20} MiB more and re-run to resume")
+
+
 def check_index(dest: str, manifest: list[dict]) -> None:
     names = {e["path"] for e in manifest}
     index_name = "model.safetensors.index.json"
@@ -307,6 +318,11 @@ def sync(args) -> dict:
                 fetch_once(entry)
             except FetchError:
                 raise
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise FetchError(f"{entry['path']}: {exc.strerror or exc}; the bytes received are kept: "
+                                     "re-run to resume") from None
+                raise disk_full(dest, entry) from None
             except Exception as exc:  # an interrupted transfer: keep the bytes, say how to resume
                 raise FetchError(f"{entry['path']}: transfer interrupted ({exc}); the bytes received are "
                                  "kept: re-run to resume") from None
@@ -335,7 +351,12 @@ def sync(args) -> dict:
                     fut.result()
                 except (FetchError, OSError) as exc:
                     errors.append(str(exc))
-        save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
+        try:
+            save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
+        except OSError:
+            if not errors:
+                raise
+            # (a full disk cannot take the record either; each landed file recorded itself already)
         if errors:
             raise FetchError("; ".join(errors))
     else:
@@ -366,7 +387,13 @@ def main(argv=None) -> int:
         print(f"laguna-fetch: {args.repo}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"laguna-fetch: {args.repo}: {exc.strerror or exc} ({getattr(exc, 'filename', '')})", file=sys.stderr)
+        where = exc.filename or args.dest
+        if exc.errno == errno.ENOSPC:
+            free = shutil.disk_usage(args.dest).free >> 20 if os.path.isdir(args.dest) else "?"
+            print(f"laguna-fetch: {args.repo}: disk full at {args.dest} ({free} MiB free) writing {where}: free "
+                  "space and re-run (verified files are kept)", file=sys.stderr)
+        else:
+            print(f"laguna-fetch: {args.repo}: {exc.strerror or exc} ({where})", file=sys.stderr)
         return 2
     print(json.dumps(dict(summary, repo=args.repo)))
     return 0

@@ -111,6 +111,7 @@ tailscale_key_url = "https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.g
 tailscale_auth_key_env = "TS_AUTHKEY"  # the control machine's env var with an auth key (used only to join)
 tailscale_hostname = ""  # empty: the box's hostname
 tailscale_tags = []  # e.g. ["tag:gpu"]: limit who reaches the port in Tailscale ACLs, not here
+ssh_tailnet_only = False  # opt-in: new SSH connections only over tailscale0; loaded only by a run that is itself connected over the tailnet
 firewall_confirm_timeout_s = 60  # new rules revert themselves unless a fresh SSH login confirms them
 
 # --- validation -------------------------------------------------------------------------------

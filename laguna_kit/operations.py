@@ -164,6 +164,8 @@ def reboot_and_wait(timeout: int = 600):
                 marker = host.get_fact(Command, command="test -e /run/laguna-kit/awaiting-reboot && echo "
                                                          "waiting || echo rebooted")
                 if marker == "rebooted":
+                    # Up is not booted: let the boot finish (module loads, DKMS) before the next step.
+                    host.get_fact(Command, command=f"timeout {int(timeout)} systemctl is-system-running --wait; true")
                     return
                 host.disconnect()
             time.sleep(2)
@@ -190,8 +192,23 @@ def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
     yield from reboot_and_wait._inner(timeout=reboot_timeout)
 
 
+def _nvidia_smi_settled(settle_s: int) -> dict:
+    """nvidia-smi polled until it answers or `settle_s` passed: right after a reboot the module may
+    still be loading (or DKMS still building it for a new kernel) while sshd already answers."""
+    import time
+
+    from .facts import NvidiaSmiGpus
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        smi = host.get_fact(NvidiaSmiGpus)
+        if smi["ok"] or time.monotonic() >= deadline:
+            return smi
+        time.sleep(3)
+
+
 @operation()
-def nvidia_gpus_verified(gpu_count: int, gpu_min_memory_mib: int, driver_branch: str):
+def nvidia_gpus_verified(gpu_count: int, gpu_min_memory_mib: int, driver_branch: str, settle_s: int = 180):
     """After the driver is in: nvidia-smi must see the GPUs the pre-flight counted, with their memory."""
     from . import hardware
     from .facts import NvidiaSmiGpus
@@ -201,7 +218,10 @@ def nvidia_gpus_verified(gpu_count: int, gpu_min_memory_mib: int, driver_branch:
         if not host.state.is_executing:
             host.noop("checked once the driver is loaded")
             return
-        raise OperationError(f"{host.name}: nvidia-smi fails after the driver install and reboot: {smi['message']}")
+        smi = _nvidia_smi_settled(settle_s)
+    if not smi["ok"]:
+        raise OperationError(f"{host.name}: nvidia-smi still fails {settle_s} s after the driver install and "
+                             f"reboot: {smi['message']}")
     problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib)
     versions = {g.driver_version for g in smi["gpus"]}
     wrong = [v for v in versions if not v.startswith(f"{driver_branch}.")]
@@ -511,6 +531,41 @@ def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: 
     yield f"chmod 600 {key_file}"
     extra = (f" --hostname={hostname}" if hostname else "") + (f" --advertise-tags={','.join(tags)}" if tags else "")
     yield f"tailscale up --auth-key=file:{key_file}{extra}; rc=$?; rm -f {key_file}; exit $rc"
+
+
+@operation()
+def ssh_over_tailnet_checked(ssh_port: int):
+    """Before SSH is made tailnet-only: this very run must be connected over the tailnet.
+
+    The address pyinfra uses (resolved on the control machine) has to be one of the box's own
+    tailnet addresses; otherwise the rule would end this operator's access at the next login.
+    """
+    import socket
+
+    from .facts import TailscaleStatus
+
+    if not host.state.is_executing:
+        host.noop("checked when the box is on the tailnet")
+        return
+    mine = set(host.get_fact(TailscaleStatus).get("Self", {}).get("TailscaleIPs") or [])
+    address = host.data.get("ssh_hostname") or host.name
+    try:
+        resolved = {info[4][0] for info in socket.getaddrinfo(address, ssh_port, proto=socket.IPPROTO_TCP)}
+    except OSError as exc:
+        resolved, why = set(), f" ({exc})"
+    else:
+        why = ""
+    if not mine:
+        raise OperationError(f"{host.name}: ssh_tailnet_only is set but the box has no tailnet address yet; "
+                             "the firewall was not changed")
+    if not resolved & mine:
+        raise OperationError(
+            f"{host.name}: ssh_tailnet_only is set but this run reaches the box at {address} "
+            f"({', '.join(sorted(resolved)) or 'unresolved'}{why}), not over the tailnet "
+            f"({', '.join(sorted(mine))}). Connect over the tailnet first (set the host's address to "
+            f"{sorted(mine)[0]} or its MagicDNS name) and re-run; the firewall was not changed, SSH stays open")
+    host.noop(f"this run is connected over the tailnet ({address}): SSH may be limited to tailscale0")
+    yield from ()
 
 
 @operation()

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import time
 
 import httpx
 import pytest
@@ -172,6 +173,34 @@ def test_disk_too_small_is_refused_before_the_first_byte(make_box, deploy):
     assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}
 
 
+def test_disk_full_mid_transfer_fails_with_numbers_and_resumes(make_box, deploy, sandbox):
+    from tests.harness.deployrun import start_deploy, wait_deploy
+    b = make_box()
+    b.run("mkdir -p /models && mount -t tmpfs -o size=24m tmpfs /models")  # room for the 15 MiB, no more
+    hub_control("reset")
+    hub_control("faults", {"slow": {SHARD: 256 << 10}})  # a shard still arriving when the disk fills
+    data = {"checkpoint_free_margin_gib": 0}
+    run = start_deploy(sandbox, [b], DEPLOY, data=data)
+    part = f"{TARGET}/.laguna-partial/{SHARD}.part"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and b.run(f"test -s {part}", check=False).returncode != 0:
+        time.sleep(0.2)
+    b.run("dd if=/dev/zero of=/models/filler bs=64k status=none; true")  # something else takes the disk
+    res = wait_deploy(run)
+    hub_control("reset")
+    assert not res.ok
+    assert f"{SHARD}: disk full at {TARGET} (0 MiB free) after " in res.output and "re-run to resume" in res.output, \
+        res.explain()
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, "a half file looks complete"
+    kept = int(b.run(f"stat -c %s {part}").stdout)
+    assert 0 < kept < len(hub_file(sandbox, SHARD))
+    b.run("rm /models/filler")
+    again = deploy(b, DEPLOY, data=data)
+    assert again.ok, again.explain()
+    assert served(SHARD) <= 1.05 * (len(hub_file(sandbox, SHARD)) - kept)
+    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+
+
 def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same_way(make_box, deploy, tmp_path):
     import os
     import subprocess
@@ -186,7 +215,7 @@ def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same
     b = make_box()
     hub_control("reset")
     # No hub at all: an address that answers nothing, and no token.
-    offline = {"checkpoint_mirror": str(mirror), "hf_endpoint": "http://192.0.2.1:9"}
+    offline = {"checkpoint_mirror": str(mirror), "hf_endpoint": "http://127.0.0.1:9"}
     res = deploy(b, DEPLOY, data=offline, env={"HF_TOKEN": ""})
     assert res.ok, res.explain()
     assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}, "the box used the hub"

@@ -240,13 +240,16 @@ class Box:
         raise HarnessError(f"box {self.name}: no sshd on {self.address}:{self.ssh_port} after {timeout}s; "
                            f"console: {self.log}")
 
-    def run(self, command: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-        """Run a command in the box as root over SSH, the way an operator would."""
+    def run(self, command: str, check: bool = True, timeout: float = 120,
+            via_tailnet: bool = False) -> subprocess.CompletedProcess:
+        """Run a command in the box as root over SSH, the way an operator would (`via_tailnet`: from a
+        tailnet peer to the box's tailnet address, instead of over its ordinary interface)."""
         key = harness_ssh_key()
+        prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
         proc = subprocess.run(
-            ["ssh", "-i", str(key), "-p", str(self.ssh_port), "-o", "StrictHostKeyChecking=no",
+            [*prefix, "ssh", "-i", str(key), "-p", str(self.ssh_port), "-o", "StrictHostKeyChecking=no",
              "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "BatchMode=yes",
-             f"root@{self.address}", command],
+             f"root@{self.tailnet_v4 if via_tailnet else self.address}", command],
             capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise HarnessError(f"[{self.name}] {command!r} exited {proc.returncode}: {proc.stderr.strip()}"

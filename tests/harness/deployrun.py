@@ -11,6 +11,7 @@ from pathlib import Path
 
 from laguna_kit.settings import KIT_ROOT
 
+from .box import TAILNET_NS
 from .paths import run_dir
 
 PYINFRA = str(Path(sys.executable).with_name("pyinfra"))
@@ -48,12 +49,18 @@ class DeployResult:
 
 
 def deploy_command(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
-                   env: dict | None = None) -> tuple[list[str], dict]:
-    """The operator's command line and environment for `deploy` on `boxes` (harness data on top)."""
-    hosts = sandbox.write_hosts(run_dir() / f"hosts-{'-'.join(b.name for b in boxes)}.toml", boxes, data)
+                   env: dict | None = None, via_tailnet: bool = False) -> tuple[list[str], dict]:
+    """The operator's command line and environment for `deploy` on `boxes` (harness data on top).
+
+    `via_tailnet`: run from the namespace that plays the other tailnet nodes, to the boxes' tailnet
+    addresses (a control machine on the tailnet; it reaches nothing else of the harness).
+    """
+    hosts = sandbox.write_hosts(run_dir() / f"hosts-{'-'.join(b.name for b in boxes)}.toml", boxes, data,
+                                via_tailnet=via_tailnet)
     full_env = dict(os.environ, LAGUNA_HOSTS=str(hosts), **sandbox.env())
     full_env.update(env or {})
-    return [PYINFRA, "-y", "--json", *args, "inventory.py", deploy], full_env
+    prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
+    return [*prefix, PYINFRA, "-y", "--json", *args, "inventory.py", deploy], full_env
 
 
 def result_of(returncode: int, stdout: str, stderr: str) -> DeployResult:
@@ -66,8 +73,8 @@ def result_of(returncode: int, stdout: str, stderr: str) -> DeployResult:
 
 
 def run_deploy(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
-               env: dict | None = None, timeout: float = 900) -> DeployResult:
-    cmd, full_env = deploy_command(sandbox, boxes, deploy, data, args, env)
+               env: dict | None = None, timeout: float = 900, via_tailnet: bool = False) -> DeployResult:
+    cmd, full_env = deploy_command(sandbox, boxes, deploy, data, args, env, via_tailnet)
     proc = subprocess.run(cmd, cwd=KIT_ROOT, capture_output=True, text=True, env=full_env, timeout=timeout)
     return result_of(proc.returncode, proc.stdout, proc.stderr)
 

@@ -103,11 +103,15 @@ class Sandbox:
             "nvidia_allow_reboot": True,
         }
 
-    def write_hosts(self, path: Path, boxes=None, data: dict | None = None) -> Path:
-        """A hosts file (laguna_kit/hostsfile.py format) for `boxes`, with harness data and `data` on top."""
+    def write_hosts(self, path: Path, boxes=None, data: dict | None = None, via_tailnet: bool = False) -> Path:
+        """A hosts file (laguna_kit/hostsfile.py format) for `boxes`, with harness data and `data` on top.
+
+        `via_tailnet`: the boxes' tailnet addresses, for a control machine that is a tailnet peer.
+        """
         lines = ["# Written by the laguna-kit test harness: the sandbox boxes on this machine."]
         for b in boxes or self.boxes:
-            lines += ["", "[[hosts]]", f"name = {_toml_value(b.name)}", f"address = {_toml_value(b.address)}",
+            address = b.tailnet_v4 if via_tailnet else b.address
+            lines += ["", "[[hosts]]", f"name = {_toml_value(b.name)}", f"address = {_toml_value(address)}",
                       "user = \"root\"", f"port = {b.ssh_port}",
                       f"key = {_toml_value(str(boxmod.harness_ssh_key()))}",
                       f"known_hosts = {_toml_value(str(run_dir() / 'known_hosts'))}", "[hosts.data]"]
