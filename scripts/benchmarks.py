@@ -37,9 +37,13 @@ def timed_deploy(sb) -> dict:
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         sys.exit(f"benchmarks: deploy failed (exit {proc.returncode}):\n{out[-3000:]}")
-    changed = [line for line in out.splitlines() if "Changed:" in line]
+    # pyinfra's own results table ends with: Grand total | hosts | success (changed) | error | no change
+    total = next((line.split() for line in reversed(out.splitlines()) if line.strip().startswith("Grand total")), [])
+    counts = [0 if x == "-" else int(x) for x in total[2:6]] if len(total) >= 6 else None
+    summary = (f"{counts[0]} operations: {counts[1]} changed, {counts[2]} failed, {counts[3]} unchanged"
+               if counts else "")
     return {"seconds": round(seconds, 1), "remote_commands": out.count("Running command on "),
-            "uploads": out.count("Attempting upload of "), "summary": changed[-1].strip() if changed else ""}
+            "uploads": out.count("Attempting upload of "), "summary": summary}
 
 
 def fetch_records(box) -> list[dict]:
