@@ -551,17 +551,15 @@ def ssh_over_tailnet_checked(ssh_port: int):
     address = host.data.get("ssh_hostname") or host.name
     try:
         resolved = {info[4][0] for info in socket.getaddrinfo(address, ssh_port, proto=socket.IPPROTO_TCP)}
-    except OSError as exc:
-        resolved, why = set(), f" ({exc})"
-    else:
-        why = ""
+    except OSError:
+        resolved = set()
     if not mine:
         raise OperationError(f"{host.name}: ssh_tailnet_only is set but the box has no tailnet address yet; "
                              "the firewall was not changed")
     if not resolved & mine:
         raise OperationError(
             f"{host.name}: ssh_tailnet_only is set but this run reaches the box at {address} "
-            f"({', '.join(sorted(resolved)) or 'unresolved'}{why}), not over the tailnet "
+            f"({', '.join(sorted(resolved)) or 'unresolved'}), not over the tailnet "
             f"({', '.join(sorted(mine))}). Connect over the tailnet first (set the host's address to "
             f"{sorted(mine)[0]} or its MagicDNS name) and re-run; the firewall was not changed, SSH stays open")
     host.noop(f"this run is connected over the tailnet ({address}): SSH may be limited to tailscale0")
