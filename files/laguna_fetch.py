@@ -318,12 +318,9 @@ def sync(args) -> dict:
                 fetch_once(entry)
             except FetchError:
                 raise
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise FetchError(f"{entry['path']}: {exc.strerror or exc}; the bytes received are kept: "
-                                     "re-run to resume") from None
-                raise disk_full(dest, entry) from None
             except Exception as exc:  # an interrupted transfer: keep the bytes, say how to resume
+                if getattr(exc, "errno", None) == errno.ENOSPC:
+                    raise disk_full(dest, entry) from None
                 raise FetchError(f"{entry['path']}: transfer interrupted ({exc}); the bytes received are "
                                  "kept: re-run to resume") from None
 
