@@ -20,7 +20,8 @@ if not _os.environ.get("LAGUNA_HOSTS") and not _os.path.exists(_SANDBOX_HOSTS):
     raise SystemExit(
         "inventory.py: no hosts. Set LAGUNA_HOSTS=/path/to/hosts.toml for real boxes "
         "(see hosts.example.toml), or bring up the local sandbox box first: "
-        "sudo .venv/bin/python scripts/sandbox.py up (scripts/demo.sh does both).")
+        "sudo .venv/bin/python scripts/sandbox.py up (scripts/demo.sh does both)."
+    )
 
 try:
     gpu_boxes = _hostsfile.load(_path)

@@ -1,34 +1,46 @@
 # The kit's knobs: every version, path, port and flag the deploy uses is defined here, once.
 # Values are the upstream recipe's measured ones (../shared/seed); each line says why.
 # Override per host in your hosts file ([host.data]) or with `pyinfra --data key=value`.
-# Serving flags live in `serving_profiles` below (the only place they are set), picked by `serving_mode`.
+# One section per task file (tasks/<name>.py), in deploy.py's order.
+#
+# Serving flags live in `serving_profiles` (the only place they are set), picked by `serving_mode`.
+# laguna_kit/profiles.py turns a profile into the unit and adds these itself, from the knobs named:
+#   docker run: --rm --name <container_name> --gpus all --ipc=host --shm-size=<shm_size>
+#     --network host --log-driver none -v <model_dir>:/root/.cache/huggingface:ro
+#     -e KEY=VALUE for each of container_env + container_extra_env; the image as repo@digest
+#   vLLM: the target's path in the container (positional), --host <api_bind> --port <api_port>,
+#     vllm_common_args, then from the profile --max-model-len, --gpu-memory-utilization,
+#     --max-num-seqs, --max-num-batched-tokens (each left out when None), --speculative-config
+#     (dflash_tokens), --served-model-name <served_model_name>, and vllm_extra_args last.
 
-# --- hardware the champion was measured on -------------------------------------------------
+# --- preflight: the hardware the champion was measured on ------------------------------------
 gpu_count = 4  # TP4: the champion shards the model over exactly four GPUs
 gpu_min_memory_mib = 24000  # 24 GB cards (RTX 3090: 24576 MiB); 17.53 GiB/GPU weights + KV + graphs
 min_ram_mib = 16384  # a floor for four vLLM workers loading shards; the recipe states no figure, so this only catches broken boxes
 min_shm_mib = 2048  # with --ipc=host the host's /dev/shm carries NCCL and shm_broadcast; the recipe's 16g is a ceiling
 
-# --- NVIDIA driver ----------------------------------------------------------------------------
+# --- driver: NVIDIA driver ----------------------------------------------------------------------
 nvidia_driver_branch = "535"  # Debian 12 non-free ships the 535 branch; Ubuntu uses nvidia-driver-<branch>-server
 nvidia_allow_reboot = False  # a driver install needs a reboot; the kit reboots only when you allow it
 debian_mirror = "http://deb.debian.org/debian"  # where Debian's non-free driver packages come from
 debian_mirror_keyring = ""  # empty: the system's Debian archive keyring signs the mirror
 
-# --- NVIDIA Container Toolkit -----------------------------------------------------------------
+# --- container_toolkit: NVIDIA Container Toolkit -----------------------------------------------
 nvidia_toolkit_repo = "https://nvidia.github.io/libnvidia-container/stable/deb"  # NVIDIA's own apt repo
 nvidia_toolkit_key_url = "https://nvidia.github.io/libnvidia-container/gpgkey"  # its signing key (armored)
 nvidia_toolkit_version = "1.17.8-1"  # pinned: a toolkit upgrade rewrites runtime hooks under running GPUs
 
-# --- Docker -----------------------------------------------------------------------------------
+# --- docker: the engine ------------------------------------------------------------------------
 docker_package = "docker.io"  # the distribution's engine: same channel on Debian 12 and Ubuntu 22.04/24.04
 docker_daemon_config = {}  # merged into /etc/docker/daemon.json (never replaces keys others wrote)
 docker_group_users = []  # login users to add to the docker group (root-equivalent: opt in by name)
 
-# --- image ------------------------------------------------------------------------------------
-vllm_image = "vllm/vllm-openai:v0.25.1"  # the exact vLLM release the champion was measured on
+# --- box_tools: the kit's downloader, release manager and gate on the box ---------------------
+pip_index_url = "https://pypi.org/simple"  # where the box-side downloader venv gets huggingface_hub
+pip_trusted_host = ""  # only for a plain-HTTP index (a local mirror); PyPI itself needs none
+box_venv_packages = ["huggingface_hub==2.4.0", "httpx==0.29.0"]  # the box-side tools' venv (pins as requirements.txt)
 
-# --- checkpoints ------------------------------------------------------------------------------
+# --- models: the checkpoints -------------------------------------------------------------------
 model_dir = "/models"  # holds both checkpoint folders; mounted read-only into the container
 target_repo = "poolside/Laguna-S-2.1-INT4"  # the INT4 target with calibrated FP8 KV
 target_revision = "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"  # pinned with the drafter below: never mix
@@ -36,15 +48,15 @@ drafter_repo = "poolside/Laguna-S-2.1-DFlash-INT4"  # the precision-matched DFla
 drafter_revision = "5e07c246915c86dc6920fead03d019989224f2ba"  # pinned together with target_revision
 checkpoint_free_margin_gib = 10  # ~85 GB of checkpoints plus this, free before the first byte
 hf_endpoint = "https://huggingface.co"  # the hub (a mirror or the harness stand-in elsewhere)
-pip_index_url = "https://pypi.org/simple"  # where the box-side downloader venv gets huggingface_hub
-pip_trusted_host = ""  # only for a plain-HTTP index (a local mirror); PyPI itself needs none
 hf_token_env = "HF_TOKEN"  # the control machine's environment variable holding the hub token
-box_venv_packages = ["huggingface_hub==2.4.0", "httpx==0.29.0"]  # the box-side tools' venv (pins as requirements.txt)
 checkpoint_rehash = False  # True re-hashes every file once (suspected bit rot); normally a stat record is trusted
 download_workers = 4  # files fetched in parallel per checkpoint (15 target shards)
 checkpoint_mirror = ""  # offline boxes: a folder on the control machine from scripts/mirror_checkpoints.py; "" = the hub
 
-# --- service ----------------------------------------------------------------------------------
+# --- image: the vLLM image ----------------------------------------------------------------------
+vllm_image = "vllm/vllm-openai:v0.25.1"  # the exact vLLM release the champion was measured on
+
+# --- service: the serving unit and its modes -----------------------------------------------------
 serving_mode = "champion"  # a row of serving_profiles: champion | context-first | speed-128k
 api_port = 8080  # the recipe's public port; vLLM listens on it directly (host network, nftables guard)
 api_bind = "::"  # dual stack, so the tailnet's IPv4 and IPv6 addresses both answer (the firewall decides who)
@@ -105,7 +117,7 @@ vllm_extra_args = []  # extra vLLM flags; the seed's proven-unsafe ones are refu
 container_extra_env = {}  # extra container env; the graph-estimate switch is refused unless forced
 force_unsafe = False  # accept flags the recipe saw crash (gmu >= 0.90 with DFlash, estimate off, ...)
 
-# --- tailnet and firewall --------------------------------------------------------------------
+# --- tailscale and firewall: the tailnet-only endpoint ------------------------------------------
 tailscale_repo = "https://pkgs.tailscale.com/stable/debian"  # Tailscale's apt repo (Ubuntu: .../stable/ubuntu)
 tailscale_key_url = "https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.gpg"  # its signing key
 tailscale_auth_key_env = "TS_AUTHKEY"  # the control machine's env var with an auth key (used only to join)
@@ -114,7 +126,7 @@ tailscale_tags = []  # e.g. ["tag:gpu"]: limit who reaches the port in Tailscale
 ssh_tailnet_only = False  # opt-in: new SSH connections only over tailscale0; loaded only by a run that is itself connected over the tailnet
 firewall_confirm_timeout_s = 60  # new rules revert themselves unless a fresh SSH login confirms them
 
-# --- validation -------------------------------------------------------------------------------
+# --- validate: the gate ------------------------------------------------------------------------
 ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack allows ~10 min
 gate_max_tokens = 32  # the recipe's gate generation length
 gate_timeout_s = 300  # the recipe's gate client timeout

@@ -1,4 +1,5 @@
-"""GPU inventory: parsing real nvidia-smi / sysfs output and judging it against what the recipe needs.
+"""GPU inventory: parsing real nvidia-smi / sysfs output and judging it against what the recipe
+needs.
 
 Pure functions, tested against output captured from a real GPU (shared/fixtures/nvidia-smi/).
 """
@@ -9,7 +10,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 # The field order of the real capture in shared/fixtures/nvidia-smi/*/query-gpu.csv.
-QUERY_FIELDS = "index,name,memory.total,memory.used,memory.free,driver_version,pci.bus_id,uuid,compute_cap"
+QUERY_FIELDS = (
+    "index,name,memory.total,memory.used,memory.free,driver_version,pci.bus_id,uuid,compute_cap"
+)
 
 # PCI device ids whose memory is certain, so a wrong card is refused before a driver goes in.
 # Unknown ids are counted, and their memory is checked once nvidia-smi can read it.
@@ -54,7 +57,8 @@ def parse_query_gpu(lines: list[str]) -> list[Gpu]:
 
 
 def parse_sysfs_pci(lines: list[str]) -> list[Gpu]:
-    """``<slot> <vendor> <device> <class>`` lines from sysfs: NVIDIA (0x10de) display class (0x03xxxx)."""
+    """``<slot> <vendor> <device> <class>`` lines from sysfs: NVIDIA (0x10de) display class
+    (0x03xxxx)."""
     gpus = []
     for line in lines:
         parts = line.split()
@@ -73,8 +77,10 @@ def describe(gpus: list[Gpu]) -> str:
     if not gpus:
         return "no NVIDIA GPU"
     counts = Counter((g.name, g.memory_mib) for g in gpus)
-    return ", ".join(f"{n}× {name}" + (f" ({mem} MiB)" if mem else " (memory unknown until the driver is in)")
-                     for (name, mem), n in counts.items())
+    return ", ".join(
+        f"{n}× {name}" + (f" ({mem} MiB)" if mem else " (memory unknown until the driver is in)")
+        for (name, mem), n in counts.items()
+    )
 
 
 def gpu_problems(gpus: list[Gpu], count: int, min_memory_mib: int) -> list[str]:

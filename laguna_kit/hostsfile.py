@@ -19,8 +19,15 @@ import os
 import tomllib
 from pathlib import Path
 
-CONNECTION_FIELDS = {"name": str, "address": str, "user": str, "port": int, "key": str,
-                     "known_hosts": str, "data": dict}
+CONNECTION_FIELDS = {
+    "name": str,
+    "address": str,
+    "user": str,
+    "port": int,
+    "key": str,
+    "known_hosts": str,
+    "data": dict,
+}
 
 
 class HostsFileError(ValueError):
@@ -37,20 +44,30 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
     except tomllib.TOMLDecodeError as exc:
         raise HostsFileError(f"hosts file {path} is not valid TOML: {exc}") from None
     entries = doc.get("hosts")
-    if not entries or not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+    if (
+        not entries
+        or not isinstance(entries, list)
+        or not all(isinstance(e, dict) for e in entries)
+    ):
         raise HostsFileError(f"hosts file {path} has no [[hosts]] entries")
     unknown_top = set(doc) - {"hosts"}
     if unknown_top:
-        raise HostsFileError(f"hosts file {path}: unknown top-level keys {sorted(unknown_top)}; expected [[hosts]]")
+        raise HostsFileError(
+            f"hosts file {path}: unknown top-level keys {sorted(unknown_top)}; expected [[hosts]]"
+        )
     out, seen = [], set()
     for i, entry in enumerate(entries, 1):
         where = f"hosts file {path}, host #{i}"
         for key, value in entry.items():
             if key not in CONNECTION_FIELDS:
-                raise HostsFileError(f"{where}: unknown field {key!r}; allowed: {sorted(CONNECTION_FIELDS)}")
+                raise HostsFileError(
+                    f"{where}: unknown field {key!r}; allowed: {sorted(CONNECTION_FIELDS)}"
+                )
             if not isinstance(value, CONNECTION_FIELDS[key]) or isinstance(value, bool):
-                raise HostsFileError(f"{where}: {key} must be {CONNECTION_FIELDS[key].__name__}, "
-                                     f"got {type(value).__name__} {value!r}")
+                raise HostsFileError(
+                    f"{where}: {key} must be {CONNECTION_FIELDS[key].__name__}, "
+                    f"got {type(value).__name__} {value!r}"
+                )
         if "address" not in entry:
             raise HostsFileError(f"{where}: missing 'address'")
         name = entry.get("name", entry["address"])
@@ -59,8 +76,11 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         seen.add(name)
         data = dict(entry.get("data", {}))
         _check_knobs(where, data)
-        data.update(ssh_hostname=entry["address"], ssh_user=entry.get("user", "root"),
-                    ssh_port=int(entry.get("port", 22)))
+        data.update(
+            ssh_hostname=entry["address"],
+            ssh_user=entry.get("user", "root"),
+            ssh_port=int(entry.get("port", 22)),
+        )
         if "key" in entry:
             data["ssh_key"] = os.path.expanduser(entry["key"])
         if "known_hosts" in entry:
@@ -84,15 +104,19 @@ def _check_knobs(where: str, data: dict) -> None:
             want = type(known[key])
         else:
             close = sorted(k for k in known if k.split("_")[0] == key.split("_")[0])[:4]
-            raise HostsFileError(f"{where}: unknown knob {key!r} in [hosts.data]"
-                                 + (f" (did you mean {', '.join(close)}?)" if close else "")
-                                 + "; knobs are listed in group_data/all.py")
+            raise HostsFileError(
+                f"{where}: unknown knob {key!r} in [hosts.data]"
+                + (f" (did you mean {', '.join(close)}?)" if close else "")
+                + "; knobs are listed in group_data/all.py"
+            )
         ok = isinstance(value, want) and not (isinstance(value, bool) and want is not bool)
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             ok = True
         if not ok:
-            raise HostsFileError(f"{where}: knob {key} must be {want.__name__} like its default, "
-                                 f"got {type(value).__name__} {value!r}")
+            raise HostsFileError(
+                f"{where}: knob {key} must be {want.__name__} like its default, "
+                f"got {type(value).__name__} {value!r}"
+            )
     # Values each fine alone can still make no serving profile (a mode name, an unsafe combination).
     from .profiles import ProfileError, render
 

@@ -48,8 +48,12 @@ def token_from_env(var: str) -> str | None:
 @functools.lru_cache(maxsize=16)
 def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Checkpoint:
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, \
-        RevisionNotFoundError
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     api = HfApi(endpoint=endpoint, token=token_from_env(token_var) or False)
     try:
@@ -61,13 +65,21 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
     except RevisionNotFoundError:
         raise HubError(f"{repo} has no revision {revision!r} at {endpoint}") from None
     except HfHubHTTPError as exc:
-        raise HubError(f"hub {endpoint} refused the metadata request for {repo}: HTTP "
-                       f"{exc.response.status_code if exc.response is not None else '?'}") from None
+        raise HubError(
+            f"hub {endpoint} refused the metadata request for {repo}: HTTP "
+            f"{exc.response.status_code if exc.response is not None else '?'}"
+        ) from None
     except OSError as exc:
         raise HubError(f"cannot reach the hub at {endpoint}: {type(exc).__name__}") from None
-    files = tuple(HubFile(s.rfilename, s.size if s.size is not None else s.lfs.size,
-                          s.lfs.sha256 if s.lfs else None, s.blob_id or "")
-                  for s in info.siblings or [])
+    files = tuple(
+        HubFile(
+            s.rfilename,
+            s.size if s.size is not None else s.lfs.size,
+            s.lfs.sha256 if s.lfs else None,
+            s.blob_id or "",
+        )
+        for s in info.siblings or []
+    )
     return Checkpoint(repo, info.sha, files)
 
 
@@ -77,7 +89,9 @@ def is_pinned(revision: str) -> bool:
 
 # --- offline: a mirror folder on the control machine (scripts/mirror_checkpoints.py) --------------
 
-MIRROR_MANIFEST = "laguna-manifest.json"  # the hub's metadata for the commit, recorded when mirrored
+MIRROR_MANIFEST = (
+    "laguna-manifest.json"  # the hub's metadata for the commit, recorded when mirrored
+)
 
 
 def mirror_folder(mirror: str, repo: str, commit: str) -> str:
@@ -89,26 +103,40 @@ def checkpoint_from_mirror(mirror: str, repo: str, revision: str) -> Checkpoint:
     import json
 
     if not is_pinned(revision):
-        raise HubError(f"{repo}: offline mode needs a pinned commit, not {revision!r} (nothing can resolve "
-                       "a branch without the hub)")
+        raise HubError(
+            f"{repo}: offline mode needs a pinned commit, not {revision!r} (nothing can resolve "
+            "a branch without the hub)"
+        )
     folder = mirror_folder(mirror, repo, revision)
     try:
         with open(os.path.join(folder, MIRROR_MANIFEST)) as fh:
             doc = json.load(fh)
     except FileNotFoundError:
-        raise HubError(f"{repo}@{revision[:12]} is not in the mirror {mirror} (no {folder}/{MIRROR_MANIFEST}): "
-                       "make it with scripts/mirror_checkpoints.py on a machine that reaches the hub") from None
+        raise HubError(
+            f"{repo}@{revision[:12]} is not in the mirror {mirror} (no "
+            f"{folder}/{MIRROR_MANIFEST}): "
+            "make it with scripts/mirror_checkpoints.py on a machine that reaches the hub"
+        ) from None
     except ValueError as exc:
         raise HubError(f"{folder}/{MIRROR_MANIFEST} is not valid JSON: {exc}") from None
     if doc.get("repo") != repo or doc.get("revision") != revision:
-        raise HubError(f"{folder}/{MIRROR_MANIFEST} describes {doc.get('repo')}@{doc.get('revision')}, "
-                       f"not {repo}@{revision}")
-    return Checkpoint(repo, revision, tuple(HubFile(f["path"], f["size"], f.get("sha256"), f.get("blob_id") or "")
-                                            for f in doc["files"]))
+        raise HubError(
+            f"{folder}/{MIRROR_MANIFEST} describes {doc.get('repo')}@{doc.get('revision')}, "
+            f"not {repo}@{revision}"
+        )
+    return Checkpoint(
+        repo,
+        revision,
+        tuple(
+            HubFile(f["path"], f["size"], f.get("sha256"), f.get("blob_id") or "")
+            for f in doc["files"]
+        ),
+    )
 
 
 def source_checkpoint(d, repo: str, revision: str) -> Checkpoint:
-    """What the pinned checkpoint is, from the mirror when `checkpoint_mirror` is set, else the hub."""
+    """What the pinned checkpoint is, from the mirror when `checkpoint_mirror` is set, else the
+    hub."""
     if d.checkpoint_mirror:
         return checkpoint_from_mirror(d.checkpoint_mirror, repo, revision)
     return checkpoint(d.hf_endpoint, repo, revision, d.hf_token_env)
@@ -116,47 +144,54 @@ def source_checkpoint(d, repo: str, revision: str) -> Checkpoint:
 
 # --- what is on the box, judged without hashing ------------------------------------------------
 
-STATE_NAME = ".laguna-verified.json"  # written by files/laguna_fetch.py next to the checkpoint
-
 
 def manifest(ckpt: Checkpoint) -> dict:
-    """What files/laguna_fetch.py gets: the pinned commit and each file's size and hub hash."""
-    return {"repo": ckpt.repo, "revision": ckpt.commit,
-            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256, "blob_id": f.blob_id}
-                      for f in ckpt.files]}
+    """What the box's fetch tool gets: the pinned commit and each file's size and hub hash."""
+    return {
+        "repo": ckpt.repo,
+        "revision": ckpt.commit,
+        "files": [
+            {"path": f.path, "size": f.size, "sha256": f.sha256, "blob_id": f.blob_id}
+            for f in ckpt.files
+        ],
+    }
 
 
-def unverified_paths(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:
-    """The checkpoint's files whose record does not prove them (all of them for another revision)."""
+def judge(ckpt: Checkpoint, stats: dict, state: dict) -> list[tuple[str, str]]:
+    """(path, why) for each of the checkpoint's files that its verification record does not prove.
+
+    `stats` maps path -> {size, mtime_ns, inode} as the box sees them now; `state` is the record. A
+    matching record proves the file was hashed against this commit and has not changed since.
+    """
     records = state.get("files", {}) if state.get("revision") == ckpt.commit else {}
     out = []
     for f in ckpt.files:
         rec, st = records.get(f.path), stats.get(f.path)
-        if (st is None or not rec or rec.get("hash") != (f.sha256 or f.blob_id)
-                or any(rec.get(k) != st[k] for k in ("size", "mtime_ns", "inode"))):
-            out.append(f.path)
+        if st is None:
+            out.append((f.path, f"{f.path} missing"))
+        elif not rec or rec.get("hash") != (f.sha256 or f.blob_id):
+            out.append((f.path, f"{f.path} not verified"))
+        elif any(rec.get(k) != st[k] for k in ("size", "mtime_ns", "inode")):
+            out.append((f.path, f"{f.path} changed since it was verified"))
     return out
+
+
+def unverified_paths(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:
+    """The checkpoint's files whose record does not prove them (all of them for another
+    revision)."""
+    return [path for path, _ in judge(ckpt, stats, state)]
 
 
 def not_verified(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:
-    """Files whose verified-state record does not still match their stat (empty: nothing to do).
-
-    `stats` maps path -> {size, mtime_ns, inode} as the box sees them now; `state` is the record.
-    A matching record proves the file was hashed against this commit and has not changed since.
-    """
+    """Why the folder is not the verified checkpoint (empty: nothing to do): the record's revision,
+    each unproven file, and shards that are not part of the commit."""
     if state.get("revision") != ckpt.commit:
-        return [f"record is for revision {state.get('revision')}" if state else "no verification record"]
-    records = state.get("files", {})
-    out = []
-    for f in ckpt.files:
-        rec, st = records.get(f.path), stats.get(f.path)
-        if st is None:
-            out.append(f"{f.path} missing")
-        elif not rec or rec.get("hash") != (f.sha256 or f.blob_id):
-            out.append(f"{f.path} not verified")
-        elif any(rec.get(k) != st[k] for k in ("size", "mtime_ns", "inode")):
-            out.append(f"{f.path} changed since it was verified")
+        return [
+            f"record is for revision {state.get('revision')}" if state else "no verification record"
+        ]
     wanted = {f.path for f in ckpt.files}
-    out += [f"{p} is not part of {ckpt.commit[:12]}" for p in stats
-            if p.endswith(".safetensors") and "/" not in p and p not in wanted]
-    return out
+    return [why for _, why in judge(ckpt, stats, state)] + [
+        f"{p} is not part of {ckpt.commit[:12]}"
+        for p in stats
+        if p.endswith(".safetensors") and "/" not in p and p not in wanted
+    ]

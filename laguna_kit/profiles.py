@@ -1,13 +1,21 @@
-"""One serving mode (a row of group_data's serving_profiles) turned into the container's command line.
+"""One serving mode (a row of group_data's serving_profiles) turned into the container's command
+line, and that into a release: the unit file and its release.json.
 
 Everything the unit, the dry-run printout and the docs show comes from `render()`, so they cannot
-disagree. Values the recipe saw crash are refused here unless `force_unsafe` is set.
+disagree; following a knob from group_data to the unit goes through this module only. Values the
+recipe saw crash are refused here unless `force_unsafe` is set.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+
+import jinja2
+
+from .hub import is_pinned
+from .settings import KIT_ROOT, checkpoint_pairs
 
 CONTAINER_CACHE = "/root/.cache/huggingface"  # where the recipe mounts the model cache
 
@@ -36,11 +44,17 @@ def _unsafe(d, profile, extra_args: list[str], env: dict) -> list[str]:
     out = []
     gmu = profile.get("gpu_memory_utilization")
     if profile.get("dflash_tokens") and gmu is not None and gmu >= 0.90:
-        out.append(f"gpu_memory_utilization {gmu} with DFlash: the first-generation DFlash buffer OOMed at 0.90 "
-                   "(keep <= 0.87 without a full long-context gate)")
+        out.append(
+            f"gpu_memory_utilization {gmu} with DFlash: the first-generation DFlash buffer OOMed "
+            f"at 0.90 "
+            "(keep <= 0.87 without a full long-context gate)"
+        )
     if env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS") == "0":
-        out.append("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 disables the CUDA-graph memory estimate: both "
-                   "recipe tries crashed later")
+        out.append(
+            "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 disables the CUDA-graph memory estimate: "
+            "both "
+            "recipe tries crashed later"
+        )
     if "--disable-hybrid-kv-cache-manager" in extra_args:
         out.append("--disable-hybrid-kv-cache-manager drops the KV pool to about 41K tokens")
     if "--enforce-eager" in extra_args:
@@ -50,7 +64,10 @@ def _unsafe(d, profile, extra_args: list[str], env: dict) -> list[str]:
         if arg.startswith("--kv-cache-dtype"):
             kv = arg.split("=", 1)[1] if "=" in arg else val
             if kv == "int4_per_token_head":
-                out.append("--kv-cache-dtype int4_per_token_head fails to initialise for Laguna's cache shape")
+                out.append(
+                    "--kv-cache-dtype int4_per_token_head fails to initialise for Laguna's cache "
+                    "shape"
+                )
             elif kv.startswith("turboquant"):
                 out.append(f"--kv-cache-dtype {kv} is an experiment, never a serving mode")
     return out
@@ -62,26 +79,50 @@ def render(d, image_digest: str | None = None) -> Serving:
     profiles = get("serving_profiles")
     mode = get("serving_mode")
     if mode not in profiles:
-        raise ProfileError(f"serving_mode {mode!r} is not a profile; choose one of {', '.join(profiles)}")
+        raise ProfileError(
+            f"serving_mode {mode!r} is not a profile; choose one of {', '.join(profiles)}"
+        )
     p = profiles[mode]
     extra_args = list(get("vllm_extra_args") or [])
     env = dict(get("container_env"), **(get("container_extra_env") or {}))
     unsafe = _unsafe(d, p, extra_args, env)
     warnings = []
     if unsafe and not get("force_unsafe"):
-        raise ProfileError(f"refusing serving_mode {mode!r}: " + "; ".join(unsafe)
-                           + ". Set force_unsafe=True to run it anyway.")
+        raise ProfileError(
+            f"refusing serving_mode {mode!r}: "
+            + "; ".join(unsafe)
+            + ". Set force_unsafe=True to run it anyway."
+        )
     if unsafe:
         warnings = [f"forced: {u}" for u in unsafe]
 
     target = f"{CONTAINER_CACHE}/{get('target_repo').split('/')[-1]}"
     drafter = f"{CONTAINER_CACHE}/{get('drafter_repo').split('/')[-1]}"
-    docker_args = ["--rm", "--name", get("container_name"), "--gpus", "all", "--ipc=host",
-                   f"--shm-size={get('shm_size')}", "--network", "host", "--log-driver", "none",
-                   "-v", f"{get('model_dir')}:{CONTAINER_CACHE}:ro"]
+    docker_args = [
+        "--rm",
+        "--name",
+        get("container_name"),
+        "--gpus",
+        "all",
+        "--ipc=host",
+        f"--shm-size={get('shm_size')}",
+        "--network",
+        "host",
+        "--log-driver",
+        "none",
+        "-v",
+        f"{get('model_dir')}:{CONTAINER_CACHE}:ro",
+    ]
     for key, value in env.items():
         docker_args += ["-e", f"{key}={value}"]
-    vllm = [target, "--host", get("api_bind"), "--port", str(get("api_port")), *get("vllm_common_args")]
+    vllm = [
+        target,
+        "--host",
+        get("api_bind"),
+        "--port",
+        str(get("api_port")),
+        *get("vllm_common_args"),
+    ]
     if p.get("max_model_len") is not None:
         vllm += ["--max-model-len", str(p["max_model_len"])]
     if p.get("gpu_memory_utilization") is not None:
@@ -92,19 +133,101 @@ def render(d, image_digest: str | None = None) -> Serving:
         vllm += ["--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     speculative = None
     if p.get("dflash_tokens"):
-        speculative = {"model": drafter, "num_speculative_tokens": p["dflash_tokens"], "method": "dflash"}
+        speculative = {
+            "model": drafter,
+            "num_speculative_tokens": p["dflash_tokens"],
+            "method": "dflash",
+        }
         vllm += ["--speculative-config", json.dumps(speculative)]
     vllm += ["--served-model-name", get("served_model_name"), *extra_args]
     image = get("vllm_image")
     if image_digest:
         image = f"{image.rsplit(':', 1)[0]}@{image_digest}"
-    return Serving(mode, image, docker_args, vllm, p["gate_prompt_tokens"], p.get("max_model_len"), speculative,
-                   list(p.get("derived", [])), warnings)
+    return Serving(
+        mode,
+        image,
+        docker_args,
+        vllm,
+        p["gate_prompt_tokens"],
+        p.get("max_model_len"),
+        speculative,
+        list(p.get("derived", [])),
+        warnings,
+    )
 
 
 def systemd_quote(arg: str) -> str:
-    """One argument for ExecStart=: quoted when needed, with systemd's % and $ specifiers escaped."""
+    """One argument for ExecStart=: quoted when needed, with systemd's % and $ specifiers
+    escaped."""
     escaped = arg.replace("%", "%%").replace("$", "$$")
     if escaped and all(c.isalnum() or c in "-_./:=,@+" for c in escaped):
         return escaped
     return "'" + escaped.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def wrap(words: list[str], width: int = 96) -> str:
+    """ExecStart= words on continuation lines, a flag kept with its value."""
+    lines, line = [], ""
+    for w in words:
+        if (
+            line
+            and len(line) + 1 + len(w) > width
+            and not (w[:1] != "-" and line.split()[-1].startswith("-"))
+        ):
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    return " \\\n    ".join(lines + [line])
+
+
+def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
+    """(release.json spec, unit text with @RELEASE@ for the number) for the knobs' serving mode."""
+    serving = render(knobs, digest)
+    exec_start = wrap([systemd_quote(a) for a in ["/usr/bin/docker", *serving.argv()[1:]]])
+    template = jinja2.Template(
+        (KIT_ROOT / "files/laguna-vllm.service.j2").read_text(),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    unit = template.render(
+        release="@RELEASE@",
+        mode=serving.mode,
+        served_name=knobs["served_model_name"],
+        container_name=knobs["container_name"],
+        exec_start=exec_start,
+        start_limit_interval_s=knobs["start_limit_interval_s"],
+        start_limit_burst=knobs["start_limit_burst"],
+        ready_timeout_s=knobs["ready_timeout_s"],
+    )
+    spec = {
+        "mode": serving.mode,
+        "image": knobs["vllm_image"],
+        "image_digest": digest,
+        "target_repo": knobs["target_repo"],
+        "target_revision": knobs["target_revision"],
+        "drafter_repo": knobs["drafter_repo"],
+        "drafter_revision": knobs["drafter_revision"],
+        "argv": serving.argv(),
+        "derived": serving.derived,
+        "forced": serving.warnings,
+        # The checkpoint revisions this release runs: activating it (a rollback) puts them back.
+        "checkpoints": [
+            {"dest": f"{knobs['model_dir']}/{repo.split('/')[-1]}", "revision": rev}
+            for repo, rev in checkpoint_pairs(knobs)
+            if is_pinned(rev)
+        ],
+        # The gate this release must pass, kept with it so a rollback validates the restored mode.
+        "gate": {
+            "url": f"http://127.0.0.1:{knobs['api_port']}/v1",
+            "model": knobs["served_model_name"],
+            "prompt_tokens": serving.gate_prompt_tokens,
+            "max_tokens": knobs["gate_max_tokens"],
+            "timeout": knobs["gate_timeout_s"],
+            "ready_timeout": knobs["ready_timeout_s"],
+            "dflash": bool(serving.speculative),
+            "min_acceptance": knobs["dflash_min_acceptance"],
+        },
+        "unit_sha256": hashlib.sha256(unit.encode()).hexdigest(),
+    }
+    return spec, unit

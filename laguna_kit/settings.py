@@ -15,7 +15,11 @@ def defaults() -> dict:
     tree = ast.parse(GROUP_DATA.read_text())
     out = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             out[node.targets[0].id] = ast.literal_eval(node.value)
     return out
 
@@ -33,3 +37,12 @@ def knob_docs() -> dict[str, str]:
 def knobs_of(data) -> dict:
     """Every knob's value for one host (pyinfra host.data), as a plain dict for rendering."""
     return {name: data.get(name) for name in defaults()}
+
+
+def checkpoint_pairs(data) -> list[tuple[str, str]]:
+    """(repo, revision) of the target and its drafter, pinned together (host.data or a knobs
+    dict)."""
+    return [
+        (data.get("target_repo"), data.get("target_revision")),
+        (data.get("drafter_repo"), data.get("drafter_revision")),
+    ]

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Benchmark (prints figures, asserts nothing): checkpoint verification on this machine.
 
-1. Hash throughput of the kit's verifier (files/laguna_fetch.py) against `sha256sum` on the same files.
+1. Hash throughput of the kit's verifier (laguna_kit/boxtools/fetch.py) against `sha256sum` on the
+same files.
 2. A real fetch through the stand-in hub (127.0.0.1) with the real huggingface_hub client, then a
    converged re-run: bytes downloaded and bytes re-hashed by each.
 3. A transfer cut half way through a shard, then resumed: bytes fetched against bytes missing.
 usage: bench_verify.py [--files 15] [--mib 64] [--json out.json]
 """
+
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,10 +19,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-spec = importlib.util.spec_from_file_location("laguna_fetch", os.path.join(ROOT, "files", "laguna_fetch.py"))
-fetch = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fetch)
-
+from laguna_kit.boxtools import fetch  # noqa: E402
 from tests.harness import standin_hub  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
@@ -47,25 +45,52 @@ with tempfile.TemporaryDirectory() as tmp:
     t = time.monotonic()
     subprocess.run(["sha256sum", *paths], stdout=subprocess.DEVNULL, check=True)
     ref_s = time.monotonic() - t
-    out["hash"] = {"bytes": total, "kit_MiB_s": round(total / kit_s / 2**20, 1),
-                   "sha256sum_MiB_s": round(total / ref_s / 2**20, 1), "ratio": round(ref_s / kit_s, 3)}
+    out["hash"] = {
+        "bytes": total,
+        "kit_MiB_s": round(total / kit_s / 2**20, 1),
+        "sha256sum_MiB_s": round(total / ref_s / 2**20, 1),
+        "ratio": round(ref_s / kit_s, 3),
+    }
 
     server, hub = standin_hub.serve("127.0.0.1", 0, standin_hub.default_repos(shard_bytes=4 << 20))
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     repo = hub.repos[standin_hub.TARGET_REPO]
     manifest = os.path.join(tmp, "manifest.json")
     with open(manifest, "w") as fh:
-        json.dump({"revision": repo.commit, "files": [
-            {"path": f, "size": m["size"], "sha256": m["sha256"], "blob_id": m["oid"]} for f, m in repo.meta.items()]}, fh)
+        json.dump(
+            {
+                "revision": repo.commit,
+                "files": [
+                    {"path": f, "size": m["size"], "sha256": m["sha256"], "blob_id": m["oid"]}
+                    for f, m in repo.meta.items()
+                ],
+            },
+            fh,
+        )
     dest = os.path.join(tmp, "ckpt")
     runs = []
     for label in ("fresh", "converged re-run"):
         t = time.monotonic()
-        summary = fetch.sync(argparse.Namespace(
-            repo=repo.repo_id, manifest=manifest, dest=dest, endpoint=endpoint, token_file=None, workers=4,
-            margin_mib=0, rehash=False))
-        runs.append({"run": label, "seconds": round(time.monotonic() - t, 3),
-                     "downloaded_bytes": summary["downloaded_bytes"], "hashed_bytes": summary["hashed_bytes"]})
+        summary = fetch.sync(
+            argparse.Namespace(
+                repo=repo.repo_id,
+                manifest=manifest,
+                dest=dest,
+                endpoint=endpoint,
+                token_file=None,
+                workers=4,
+                margin_mib=0,
+                rehash=False,
+            )
+        )
+        runs.append(
+            {
+                "run": label,
+                "seconds": round(time.monotonic() - t, 3),
+                "downloaded_bytes": summary["downloaded_bytes"],
+                "hashed_bytes": summary["hashed_bytes"],
+            }
+        )
     out["fetch"] = runs
 
     # A transfer killed half way through one shard, then resumed: bytes fetched vs bytes missing.
@@ -74,8 +99,16 @@ with tempfile.TemporaryDirectory() as tmp:
     size = len(repo.files[shard])
     hub.served.clear()
     hub.cut[shard] = size // 2
-    args = argparse.Namespace(repo=repo.repo_id, manifest=manifest, dest=dest, endpoint=endpoint, token_file=None,
-                              workers=4, margin_mib=0, rehash=False)
+    args = argparse.Namespace(
+        repo=repo.repo_id,
+        manifest=manifest,
+        dest=dest,
+        endpoint=endpoint,
+        token_file=None,
+        workers=4,
+        margin_mib=0,
+        rehash=False,
+    )
     try:
         fetch.sync(args)
     except fetch.FetchError:
@@ -84,19 +117,30 @@ with tempfile.TemporaryDirectory() as tmp:
     hub.served.clear()
     fetch.sync(args)
     fetched = hub.served.get(f"{repo.repo_id}/{shard}", 0)
-    out["resume"] = {"file_bytes": size, "kept": kept, "missing": size - kept, "fetched": fetched,
-                     "overhead": round(fetched / (size - kept), 4)}
+    out["resume"] = {
+        "file_bytes": size,
+        "kept": kept,
+        "missing": size - kept,
+        "fetched": fetched,
+        "overhead": round(fetched / (size - kept), 4),
+    }
     server.shutdown()
 
 h = out["hash"]
-print(f"hash {h['bytes'] / 2**20:.0f} MiB: kit {h['kit_MiB_s']} MiB/s, sha256sum {h['sha256sum_MiB_s']} MiB/s "
-      f"(kit/sha256sum speed {h['ratio']})")
+print(
+    f"hash {h['bytes'] / 2**20:.0f} MiB: kit {h['kit_MiB_s']} MiB/s, sha256sum "
+    f"{h['sha256sum_MiB_s']} MiB/s "
+    f"(kit/sha256sum speed {h['ratio']})"
+)
 print(f"{'run':<18} {'seconds':>8} {'downloaded':>12} {'re-hashed':>12}")
 for r in out["fetch"]:
     print(f"{r['run']:<18} {r['seconds']:>8} {r['downloaded_bytes']:>12} {r['hashed_bytes']:>12}")
 r = out["resume"]
-print(f"resume: {r['kept']} of {r['file_bytes']} bytes kept, {r['fetched']} fetched for {r['missing']} missing "
-      f"({r['overhead']}x)")
+print(
+    f"resume: {r['kept']} of {r['file_bytes']} bytes kept, {r['fetched']} fetched for "
+    f"{r['missing']} missing "
+    f"({r['overhead']}x)"
+)
 if a.json:
     with open(a.json, "w") as fh:
         json.dump(out, fh, indent=1)

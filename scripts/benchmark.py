@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Client-wall chat benchmark like the recipe's (500 tokens, temperature 0, non-streaming, so the wall
+"""Client-wall chat benchmark like the recipe's (500 tokens, temperature 0, non-streaming, so the
+wall
 includes prefill) plus streamed time to first token; prints a table and writes JSON.
 usage: benchmark.py [URL] [--max-tokens 500] [--runs 3] [--json out.json]"""
+
 import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit.gate import benchmark  # noqa: E402
+from laguna_kit.boxtools.gate import benchmark  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("url", nargs="?", default="http://localhost:8080/v1")
@@ -20,7 +22,10 @@ a = p.parse_args()
 rows = benchmark(a.url, a.model, a.max_tokens, a.runs)
 print(f"{'run':>3} {'output tokens':>13} {'wall s':>8} {'tok/s':>8} {'TTFT s':>7}")
 for r in rows:
-    print(f"{r['run']:>3} {r['output_tokens']:>13} {r['wall_s']:>8} {r['tok_s']:>8} {r['ttft_s']!s:>7}")
+    print(
+        f"{r['run']:>3} {r['output_tokens']:>13} {r['wall_s']:>8} {r['tok_s']:>8} "
+        f"{r['ttft_s']!s:>7}"
+    )
 if a.json:
     with open(a.json, "w") as fh:
         json.dump({"url": a.url, "model": a.model, "rows": rows}, fh, indent=1)

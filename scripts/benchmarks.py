@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark (prints figures, asserts nothing): the kit's own costs on a sandbox box.
 
-1. First converge of a bare box (`pyinfra -y inventory.py deploy.py`): wall time, changed operations.
+1. First converge of a bare box (`pyinfra -y inventory.py deploy.py`): wall time, changed
+operations.
 2. Converged re-run: wall time, ratio to the first, remote commands (pyinfra's "Running command"
    debug lines: facts and operations), file uploads, bytes re-hashed by the box's verifier.
 3. scripts/bench_verify.py: verification throughput against `sha256sum` on the same files, fetch and
@@ -10,6 +11,7 @@ Writes everything to --json (default benchmarks.json) and prints a short table. 
 packages scripts/setup.sh installs; uses the harness ports, so not while the test suite runs.
 usage: sudo .venv/bin/python scripts/benchmarks.py [--json benchmarks.json]
 """
+
 import argparse
 import json
 import os
@@ -31,19 +33,39 @@ FETCH_LOG = "/opt/laguna-kit/state/fetch-log.jsonl"
 def timed_deploy(sb) -> dict:
     env = dict(os.environ, LAGUNA_HOSTS=str(SANDBOX_HOSTS), **sb.env())
     t = time.monotonic()
-    proc = subprocess.run([PYINFRA, "-y", "--debug", "inventory.py", "deploy.py"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [PYINFRA, "-y", "--debug", "inventory.py", "deploy.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.monotonic() - t
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         sys.exit(f"benchmarks: deploy failed (exit {proc.returncode}):\n{out[-3000:]}")
-    # pyinfra's own results table ends with: Grand total | hosts | success (changed) | error | no change
-    total = next((line.split() for line in reversed(out.splitlines()) if line.strip().startswith("Grand total")), [])
+    # pyinfra's own results table ends with: Grand total | hosts | success (changed) | error | no
+    # change
+    total = next(
+        (
+            line.split()
+            for line in reversed(out.splitlines())
+            if line.strip().startswith("Grand total")
+        ),
+        [],
+    )
     counts = [0 if x == "-" else int(x) for x in total[2:6]] if len(total) >= 6 else None
-    summary = (f"{counts[0]} operations: {counts[1]} changed, {counts[2]} failed, {counts[3]} unchanged"
-               if counts else "")
-    return {"seconds": round(seconds, 1), "remote_commands": out.count("Running command on "),
-            "uploads": out.count("Attempting upload of "), "summary": summary}
+    summary = (
+        f"{counts[0]} operations: {counts[1]} changed, {counts[2]} failed, {counts[3]} unchanged"
+        if counts
+        else ""
+    )
+    return {
+        "seconds": round(seconds, 1),
+        "remote_commands": out.count("Running command on "),
+        "uploads": out.count("Attempting upload of "),
+        "summary": summary,
+    }
 
 
 def fetch_records(box) -> list[dict]:
@@ -55,8 +77,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", default=os.path.join(ROOT, "benchmarks.json"))
     a = p.parse_args()
-    out = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
-                       "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
+    out = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "kernel": platform.release(),
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    }
     sb = Sandbox().start()
     try:
         box = sb.add_box("bench1")
@@ -67,12 +94,17 @@ def main() -> int:
         new = fetch_records(box)[before:]
         out["converged_rerun"]["rehashed_bytes"] = sum(r["hashed_bytes"] for r in new)
         out["converged_rerun"]["downloader_runs"] = len(new)
-        out["rerun_to_first_ratio"] = round(out["converged_rerun"]["seconds"] / out["first_converge"]["seconds"], 3)
+        out["rerun_to_first_ratio"] = round(
+            out["converged_rerun"]["seconds"] / out["first_converge"]["seconds"], 3
+        )
     finally:
         sb.stop()
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_verify.py"), "--json", tmp.name],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, os.path.join(ROOT, "scripts", "bench_verify.py"), "--json", tmp.name],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         out["verify"] = json.load(open(tmp.name))
     with open(a.json, "w") as fh:
         json.dump(out, fh, indent=1)
@@ -83,11 +115,21 @@ def main() -> int:
         ("converged re-run", f"{r['seconds']} s", r["summary"]),
         ("re-run / first", f"{out['rerun_to_first_ratio']}", ""),
         ("remote commands on re-run", str(r["remote_commands"]), f"{r['uploads']} uploads"),
-        ("bytes re-hashed on re-run", str(r["rehashed_bytes"]), f"{r['downloader_runs']} downloader runs"),
-        ("verify throughput", f"{v['hash']['kit_MiB_s']} MiB/s",
-         f"sha256sum {v['hash']['sha256sum_MiB_s']} MiB/s on {v['hash']['bytes'] >> 20} MiB"),
-        ("resumed download", f"{v['resume']['overhead']}x", f"{v['resume']['fetched']} B fetched for "
-                                                             f"{v['resume']['missing']} B missing"),
+        (
+            "bytes re-hashed on re-run",
+            str(r["rehashed_bytes"]),
+            f"{r['downloader_runs']} downloader runs",
+        ),
+        (
+            "verify throughput",
+            f"{v['hash']['kit_MiB_s']} MiB/s",
+            f"sha256sum {v['hash']['sha256sum_MiB_s']} MiB/s on {v['hash']['bytes'] >> 20} MiB",
+        ),
+        (
+            "resumed download",
+            f"{v['resume']['overhead']}x",
+            f"{v['resume']['fetched']} B fetched for {v['resume']['missing']} B missing",
+        ),
     ]
     for name, value, note in rows:
         print(f"{name:<28} {value:>14}  {note}")

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Dry run: print the container command a serving mode renders to (from group_data's profile table).
 usage: print_command.py [--mode champion|context-first|speed-128k] [--unit]"""
+
 import argparse
 import os
 import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit import operations, profiles, settings  # noqa: E402
+from laguna_kit import profiles, settings  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--mode")
@@ -21,7 +22,7 @@ try:
 except profiles.ProfileError as exc:
     sys.exit(str(exc))
 if a.unit:
-    print(operations.render_release(knobs, None)[1].replace("@RELEASE@", "(next)"), end="")
+    print(profiles.render_release(knobs, None)[1].replace("@RELEASE@", "(next)"), end="")
 else:
     print(" \\\n  ".join(shlex.quote(x) for x in serving.argv()))
     for note in serving.derived:

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the generated parts of DEPLOYMENT.md from group_data/all.py (the knob table and the
-rendered serving modes), so docs cannot drift from the one source of truth.  --check: exit 1 if stale."""
+rendered serving modes), so docs cannot drift from the one source of truth.  --check: exit 1 if
+stale."""
+
 import os
 import sys
 
@@ -18,13 +20,22 @@ def generated() -> str:
         if name in ("serving_profiles", "vllm_common_args", "container_env"):
             value = "(table in group_data/all.py)"
         rows.append(f"| `{name}` | `{value!r}` | {docs.get(name, '')} |")
-    modes = ["", "| mode | --max-model-len | --gpu-memory-utilization | --max-num-seqs | --max-num-batched-tokens "
-             "| DFlash k | gate prompt | derived (not published upstream) |", "|---|---|---|---|---|---|---|---|"]
+    modes = [
+        "",
+        "| mode | --max-model-len | --gpu-memory-utilization | --max-num-seqs | "
+        "--max-num-batched-tokens "
+        "| DFlash k | gate prompt | derived (not published upstream) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for mode, p in d["serving_profiles"].items():
         s = profiles.render(dict(d, serving_mode=mode))
-        modes.append(f"| `{mode}` | {p['max_model_len'] or 'native'} | {p['gpu_memory_utilization'] or 'default'} "
-                     f"| {p['max_num_seqs']} | {p['max_num_batched_tokens'] or 'default'} "
-                     f"| {p['dflash_tokens'] or 'off'} | {s.gate_prompt_tokens:,} | {', '.join(s.derived) or '-'} |")
+        modes.append(
+            f"| `{mode}` | {p['max_model_len'] or 'native'} | "
+            f"{p['gpu_memory_utilization'] or 'default'} "
+            f"| {p['max_num_seqs']} | {p['max_num_batched_tokens'] or 'default'} "
+            f"| {p['dflash_tokens'] or 'off'} | {s.gate_prompt_tokens:,} | "
+            f"{', '.join(s.derived) or '-'} |"
+        )
     return "\n".join([BEGIN, *rows, *modes, END])
 
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """The local sandbox: real Debian boxes under systemd-nspawn that the kit deploys to over SSH.
 
-  sandbox.py run -- CMD...   bring up the servers and one box, run CMD with LAGUNA_HOSTS set, tear down
-  sandbox.py up              bring them up and wait (Ctrl-C tears down); deploy from another shell with
+  sandbox.py run -- CMD...   bring up the servers and one box, run CMD with LAGUNA_HOSTS set, tear
+  down
+  sandbox.py up              bring them up and wait (Ctrl-C tears down); deploy from another shell
+  with
                              LAGUNA_HOSTS unset: inventory.py finds the sandbox
   sandbox.py clean           remove boxes a killed run left behind
 Needs root and the packages scripts/setup.sh installs.
 """
+
 import os
 import signal
 import sys
@@ -14,8 +17,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.harness.errors import HarnessError  # noqa: E402
 from tests.harness import sandbox  # noqa: E402
+from tests.harness.errors import HarnessError  # noqa: E402
 
 
 def main(argv):
@@ -39,7 +42,10 @@ def main(argv):
                 env_file = sandbox.SANDBOX_HOSTS.with_name("sandbox.env")
                 env_file.touch(mode=0o600)
                 env_file.write_text("".join(f"export {k}={v}\n" for k, v in sb.env().items()))
-                print(f"deploy from another shell:  . {env_file} && .venv/bin/pyinfra inventory.py deploy.py")
+                print(
+                    f"deploy from another shell:  . {env_file} && .venv/bin/pyinfra inventory.py "
+                    f"deploy.py"
+                )
                 print(f"({env_file} (0600) holds the stand-in hub token and tailnet auth key)")
                 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
                 while True:

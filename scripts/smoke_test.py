@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Smoke test any OpenAI-compatible endpoint like the recipe's: /v1/models lists the model, and a short
+"""Smoke test any OpenAI-compatible endpoint like the recipe's: /v1/models lists the model, and a
+short
 chat completion returns text.   usage: smoke_test.py [URL] [--model laguna]"""
+
 import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit.gate import GateFailure, smoke  # noqa: E402
+from laguna_kit.boxtools.gate import GateFailure, smoke  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("url", nargs="?", default="http://localhost:8080/v1")

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): set up, then run the whole suite on harness boxes.
+# The test command (README, .ci/run): set up, then the fast tier (no root, no box, seconds; a
+# failure there stops before any box boots), then the harness tier on nspawn boxes.
+# Extra arguments go to the harness tier: scripts/test.sh -k docker -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -q tests/unit
+exec .venv/bin/python -m pytest --ignore=tests/unit "$@"

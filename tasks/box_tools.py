@@ -1,11 +1,14 @@
 # The kit's own tools on the box, in a venv: the verified downloader, the release manager and
 # the validation gate (the gate runs on the box against 127.0.0.1, whatever the firewall says).
+# One package (laguna_kit/boxtools) under <kit_dir>/lib, a launcher per tool under <kit_dir>/bin.
 from pyinfra import host
 from pyinfra.operations import files, pip
 
-from laguna_kit.operations import apt_present
+from laguna_kit.boxcli import BOX_TOOLS, package_files
+from laguna_kit.operations.packages import apt_present
 
 d = host.data
+lib = f"{d.kit_dir}/lib"
 
 apt_present(name="python3-venv for the kit's tools", packages=["python3-venv"])
 pip.packages(
@@ -16,6 +19,14 @@ pip.packages(
     extra_install_args=f"--index-url {d.pip_index_url}"
     + (f" --trusted-host {d.pip_trusted_host}" if d.pip_trusted_host else ""),
 )
-for src, dest in (("files/laguna_fetch.py", "laguna_fetch.py"), ("files/laguna_release.py", "laguna_release.py"),
-                  ("laguna_kit/gate.py", "laguna_gate.py")):
-    files.put(name=f"Tool {dest}", src=src, dest=f"{d.kit_dir}/bin/{dest}", mode="755")
+for src, rel in package_files():
+    files.put(name=f"Box tools: {rel}", src=src, dest=f"{lib}/boxtools/{rel}", mode="644")
+for launcher, module in BOX_TOOLS.items():
+    files.template(
+        name=f"Tool {launcher}",
+        src="files/boxtool.py.j2",
+        dest=f"{d.kit_dir}/bin/{launcher}",
+        module=module,
+        lib=lib,
+        mode="755",
+    )

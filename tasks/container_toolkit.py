@@ -3,7 +3,8 @@
 from pyinfra import host
 from pyinfra.operations import files
 
-from laguna_kit.operations import apt_present, nvidia_runtime_configured
+from laguna_kit.operations.nvidia import nvidia_runtime_configured
+from laguna_kit.operations.packages import apt_present
 
 d = host.data
 KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.asc"  # apt reads armored .asc keys

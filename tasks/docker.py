@@ -3,7 +3,9 @@
 from pyinfra import host
 from pyinfra.operations import server, systemd
 
-from laguna_kit.operations import apt_present, docker_config_applied, json_merged
+from laguna_kit.operations.docker import docker_config_applied
+from laguna_kit.operations.files import json_merged
+from laguna_kit.operations.packages import apt_present
 
 # Written before the package is installed, so the engine's very first start already uses it.
 json_merged(

@@ -2,13 +2,20 @@
 # nouveau blacklisted, a reboot when the fresh driver is not yet loaded, then nvidia-smi must agree.
 from pyinfra import host
 from pyinfra.facts.server import KernelVersion, LinuxDistribution
-from pyinfra.operations import files, server
+from pyinfra.operations import files
 
-from laguna_kit.operations import apt_present, nvidia_driver_loaded, nvidia_gpus_verified
+from laguna_kit.operations.nvidia import (
+    nouveau_out_of_initramfs,
+    nvidia_driver_loaded,
+    nvidia_gpus_verified,
+)
+from laguna_kit.operations.packages import apt_present
 
 d = host.data
 distro = host.get_fact(LinuxDistribution)
-kernel_headers = f"linux-headers-{host.get_fact(KernelVersion)}"  # DKMS builds against the running kernel
+kernel_headers = (
+    f"linux-headers-{host.get_fact(KernelVersion)}"  # DKMS builds against the running kernel
+)
 
 if distro["name"] == "Debian":
     files.template(
@@ -23,15 +30,14 @@ if distro["name"] == "Debian":
 else:
     driver_packages = [kernel_headers, f"nvidia-driver-{d.nvidia_driver_branch}-server"]
 
-nouveau = files.put(
+NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
+files.put(
     name="Blacklist nouveau",
     src="files/blacklist-nouveau.conf",
-    dest="/etc/modprobe.d/laguna-blacklist-nouveau.conf",
+    dest=f"/etc/modprobe.d/{NOUVEAU_CONF}",
 )
-server.shell(
-    name="Rebuild the initramfs without nouveau",
-    commands=["if command -v update-initramfs >/dev/null; then update-initramfs -u; fi"],
-    _if=nouveau.did_change,
+nouveau_out_of_initramfs(
+    name="Initramfs without nouveau (rebuilt while it could still load it)", conf=NOUVEAU_CONF
 )
 
 apt_present(

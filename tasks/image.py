@@ -2,6 +2,6 @@
 # (the kit never prunes: `docker image prune` is the operator's call).
 from pyinfra import host
 
-from laguna_kit.operations import image_present
+from laguna_kit.operations.docker import image_present
 
 image_present(name=f"Image {host.data.vllm_image}", ref=host.data.vllm_image)

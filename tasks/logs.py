@@ -2,7 +2,10 @@
 # own log; the first failure of a crash loop is in here). Reads only.
 from pyinfra import host
 
-from laguna_kit.operations import journal_reported
+from laguna_kit.operations.reports import journal_reported
 
-journal_reported(name=f"Journal of {host.data.unit_name}", unit=host.data.unit_name,
-                 lines=int(host.data.get("log_lines", 200)))
+journal_reported(
+    name=f"Journal of {host.data.unit_name}",
+    unit=host.data.unit_name,
+    lines=int(host.data.get("log_lines", 200)),
+)

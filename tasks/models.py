@@ -4,21 +4,24 @@ from pyinfra import host, logger
 from pyinfra.operations import files
 
 from laguna_kit.hub import HubError, is_pinned, source_checkpoint
-from laguna_kit.operations import checkpoint_synced
+from laguna_kit.operations.checkpoints import checkpoint_synced
+from laguna_kit.settings import checkpoint_pairs
 
 d = host.data
 
 files.directory(name=f"Model directory {d.model_dir}", path=d.model_dir, mode="755")
 
-for repo, revision in ((d.target_repo, d.target_revision), (d.drafter_repo, d.drafter_revision)):
+for repo, revision in checkpoint_pairs(d):
     try:
         ckpt = source_checkpoint(d, repo, revision)
     except HubError:
         continue  # the pre-flight already refused this host with the hub's reason
     if not is_pinned(revision):
-        logger.warning(f"{repo}: revision {revision!r} is not pinned; resolved to {ckpt.commit} for this run. "
-                       "Pin target and drafter together in group_data (a re-quantised target with an old "
-                       "drafter silently loses DFlash acceptance)")
+        logger.warning(
+            f"{repo}: revision {revision!r} is not pinned; resolved to {ckpt.commit} for this run. "
+            "Pin target and drafter together in group_data (a re-quantised target with an old "
+            "drafter silently loses DFlash acceptance)"
+        )
     checkpoint_synced(
         name=f"{repo} @ {ckpt.commit[:12]} verified in {d.model_dir}/{ckpt.folder}",
         ckpt=ckpt,

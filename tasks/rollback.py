@@ -2,10 +2,11 @@
 # `--data rollback_to=3`), then validate it. Checkpoints and images of older releases are kept.
 from pyinfra import host
 
-from laguna_kit.operations import release_rolled_back, release_validated
+from laguna_kit.operations.releases import release_rolled_back, release_validated
 
 release_rolled_back(
-    name="Roll back to the previous release" if host.data.get("rollback_to") is None
+    name="Roll back to the previous release"
+    if host.data.get("rollback_to") is None
     else f"Roll back to release {host.data.rollback_to}",
     kit_dir=host.data.kit_dir,
     unit=host.data.unit_name,

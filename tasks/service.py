@@ -2,7 +2,7 @@
 # files/laguna-vllm.service.j2 and the profile table, installed and started only when it changed.
 from pyinfra import host
 
-from laguna_kit.operations import release_deployed
+from laguna_kit.operations.releases import release_deployed
 from laguna_kit.settings import knobs_of
 
 release_deployed(

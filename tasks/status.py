@@ -2,7 +2,11 @@
 # last gate result. Reads only.
 from pyinfra import host
 
-from laguna_kit.operations import serving_reported
+from laguna_kit.operations.reports import serving_reported
 
-serving_reported(name="Serving status", kit_dir=host.data.kit_dir, unit=host.data.unit_name,
-                 port=host.data.api_port)
+serving_reported(
+    name="Serving status",
+    kit_dir=host.data.kit_dir,
+    unit=host.data.unit_name,
+    port=host.data.api_port,
+)

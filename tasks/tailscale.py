@@ -4,17 +4,32 @@ from pyinfra import host
 from pyinfra.facts.server import LinuxDistribution
 from pyinfra.operations import files, systemd
 
-from laguna_kit.operations import apt_present, tailscale_joined
+from laguna_kit.operations.network import tailscale_joined
+from laguna_kit.operations.packages import apt_present
 
 d = host.data
 KEYRING = "/usr/share/keyrings/tailscale-archive-keyring.gpg"
 codename = host.get_fact(LinuxDistribution)["release_meta"].get("VERSION_CODENAME", "bookworm")
 
-files.download(name="Tailscale repository signing key", src=d.tailscale_key_url, dest=KEYRING, mode="644")
-files.template(name="Tailscale apt source", src="files/tailscale.list.j2",
-               dest="/etc/apt/sources.list.d/tailscale.list", repo=d.tailscale_repo, keyring=KEYRING,
-               codename=codename)
+files.download(
+    name="Tailscale repository signing key", src=d.tailscale_key_url, dest=KEYRING, mode="644"
+)
+files.template(
+    name="Tailscale apt source",
+    src="files/tailscale.list.j2",
+    dest="/etc/apt/sources.list.d/tailscale.list",
+    repo=d.tailscale_repo,
+    keyring=KEYRING,
+    codename=codename,
+)
 apt_present(name="Tailscale", packages=["tailscale"])
-systemd.service(name="tailscaled running and enabled", service="tailscaled.service", running=True, enabled=True)
-tailscale_joined(name="On the tailnet", auth_key_env=d.tailscale_auth_key_env, kit_dir=d.kit_dir,
-                 hostname=d.tailscale_hostname, tags=d.tailscale_tags)
+systemd.service(
+    name="tailscaled running and enabled", service="tailscaled.service", running=True, enabled=True
+)
+tailscale_joined(
+    name="On the tailnet",
+    auth_key_env=d.tailscale_auth_key_env,
+    kit_dir=d.kit_dir,
+    hostname=d.tailscale_hostname,
+    tags=d.tailscale_tags,
+)

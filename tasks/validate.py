@@ -3,7 +3,7 @@
 # rolls back to the previous release, validates that, and fails the deploy.
 from pyinfra import host, logger
 
-from laguna_kit.operations import release_validated
+from laguna_kit.operations.releases import release_validated
 
 if host.data.skip_validation:
     logger.warning(f"{host.name}: skip_validation is set: this deploy proves nothing about serving")

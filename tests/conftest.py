@@ -23,7 +23,8 @@ def sandbox():
 
 @pytest.fixture
 def make_box(sandbox):
-    """make_box(gpus=boxmod.gpus(RTX_3090, 4), ...) -> a fresh booted box, destroyed after the test."""
+    """make_box(gpus=boxmod.gpus(RTX_3090, 4), ...) -> a fresh booted box, destroyed after the
+    test."""
     made = []
 
     def _make(**kw):
@@ -39,6 +40,8 @@ def make_box(sandbox):
 @pytest.fixture
 def deploy(sandbox):
     """deploy(boxes, deploy="deploy.py", data=..., args=[...]) -> DeployResult."""
+
     def _deploy(boxes, deploy="deploy.py", **kw):
         return run_deploy(sandbox, boxes if isinstance(boxes, list) else [boxes], deploy, **kw)
+
     return _deploy

@@ -25,8 +25,11 @@ def test_docker_converges_and_second_run_changes_nothing(make_box, deploy, sandb
 
 def test_daemon_json_merge_keeps_keys_others_wrote(make_box, deploy):
     b = make_box()
-    b.run("mkdir -p /etc/docker && echo '{\"log-driver\": \"journald\", \"runtimes\": {\"x\": {\"path\": \"runc\"}}}'"
-          " > /etc/docker/daemon.json")
+    b.run(
+        'mkdir -p /etc/docker && echo \'{"log-driver": "journald", "runtimes": {"x": {"path": '
+        '"runc"}}}\''
+        " > /etc/docker/daemon.json"
+    )
     res = deploy(b, DEPLOY)
     assert res.ok, res.explain()
     cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
@@ -48,8 +51,15 @@ def test_standin_image_pulls_by_its_production_name_and_answers(make_box, deploy
     assert deploy(b, DEPLOY).ok
     b.run("docker pull -q vllm/vllm-openai:v0.25.1", timeout=300)
     b.run("mkdir -p /models/m && echo '{}' > /models/m/config.json")
-    b.run("docker run -d --name probe --network host -v /models:/root/.cache/huggingface:ro "
-          "vllm/vllm-openai:v0.25.1 /root/.cache/huggingface/m --served-model-name laguna --port 8080", timeout=300)
-    out = b.run("for i in $(seq 60); do curl -sf localhost:8080/v1/models && exit 0; sleep 0.5; done; exit 1",
-                timeout=120).stdout
+    b.run(
+        "docker run -d --name probe --network host -v /models:/root/.cache/huggingface:ro "
+        "vllm/vllm-openai:v0.25.1 /root/.cache/huggingface/m --served-model-name laguna "
+        "--port 8080",
+        timeout=300,
+    )
+    out = b.run(
+        "for i in $(seq 60); do curl -sf localhost:8080/v1/models && exit 0; sleep 0.5; done; exit "
+        "1",
+        timeout=120,
+    ).stdout
     assert json.loads(out)["data"][0]["id"] == "laguna"

@@ -1,4 +1,5 @@
-"""tasks/models.py through the stand-in hub: verified, resumable, repaired, never re-hashed needlessly."""
+"""tasks/models.py through the stand-in hub: verified, resumable, repaired, never re-hashed
+needlessly."""
 
 import hashlib
 import json
@@ -20,7 +21,11 @@ def hub_control(path, body=None):
 
 
 def served(name):
-    return httpx.get(f"{HUB}/_standin/stats").json()["served"].get(f"{standin_hub.TARGET_REPO}/{name}", 0)
+    return (
+        httpx.get(f"{HUB}/_standin/stats")
+        .json()["served"]
+        .get(f"{standin_hub.TARGET_REPO}/{name}", 0)
+    )
 
 
 def fetch_log(b):
@@ -36,6 +41,7 @@ def hub_file(sandbox, name):
 def converged_box(sandbox):
     """One converged box shared by the tests that damage it and expect the kit to repair it."""
     from tests.harness.deployrun import run_deploy
+
     b = sandbox.add_box()
     res = run_deploy(sandbox, [b], DEPLOY)
     assert res.ok, res.explain()
@@ -53,7 +59,10 @@ def converged(converged_box, deploy):
 def test_fresh_download_is_verified_and_rerun_hashes_nothing(converged, deploy, sandbox):
     b = converged
     for name, data in sandbox.servers.hub.repos[standin_hub.TARGET_REPO].files.items():
-        assert b.run(f"sha256sum {TARGET}/{name}").stdout.split()[0] == hashlib.sha256(data).hexdigest(), name
+        assert (
+            b.run(f"sha256sum {TARGET}/{name}").stdout.split()[0]
+            == hashlib.sha256(data).hexdigest()
+        ), name
     assert b.run("cat /models/Laguna-S-2.1-DFlash-INT4/config.json").stdout
     logs = fetch_log(b)
     target = next(x for x in logs if x["repo"] == standin_hub.TARGET_REPO)
@@ -85,21 +94,33 @@ def test_killed_transfer_resumes_from_the_bytes_on_disk(make_box, deploy, sandbo
     assert f"{SHARD}: transfer interrupted" in first.output and "re-run to resume" in first.output
     partial = int(b.run(f"stat -c %s {TARGET}/.laguna-partial/{SHARD}.part").stdout)
     assert 0 < partial < size
-    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, "a half file looks complete"
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, (
+        "a half file looks complete"
+    )
     hub_control("reset")
     second = deploy(b, DEPLOY)
     assert second.ok, second.explain()
     refetched = served(SHARD)
     missing = size - partial
-    print(f"resume: {partial} bytes kept, {missing} missing, {refetched} fetched ({refetched / missing:.3f}x)")
+    print(
+        f"resume: {partial} bytes kept, {missing} missing, {refetched} fetched "
+        f"({refetched / missing:.3f}x)"
+    )
     assert refetched <= 1.05 * missing
-    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    assert (
+        b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
+        == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    )
 
 
-@pytest.mark.parametrize("damage", [
-    f"printf 'XXXXXXXX' | dd of={TARGET}/{SHARD} bs=1 seek=4096 conv=notrunc status=none",
-    f"truncate -s 1000 {TARGET}/{SHARD}",
-], ids=["corrupted", "truncated"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        f"printf 'XXXXXXXX' | dd of={TARGET}/{SHARD} bs=1 seek=4096 conv=notrunc status=none",
+        f"truncate -s 1000 {TARGET}/{SHARD}",
+    ],
+    ids=["corrupted", "truncated"],
+)
 def test_damaged_shard_is_named_quarantined_and_repaired(converged, deploy, sandbox, damage):
     b = converged
     b.run(damage)
@@ -108,7 +129,10 @@ def test_damaged_shard_is_named_quarantined_and_repaired(converged, deploy, sand
     last = fetch_log(b)[-1]
     assert any(r.startswith(SHARD) for r in last["repaired"]), last
     assert b.run(f"ls {TARGET}/.laguna-quarantine/").stdout.startswith(SHARD)
-    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    assert (
+        b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
+        == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    )
 
 
 def test_a_source_serving_wrong_bytes_twice_fails_with_both_hashes(make_box, deploy, sandbox):
@@ -121,7 +145,10 @@ def test_a_source_serving_wrong_bytes_twice_fails_with_both_hashes(make_box, dep
         hub_control("reset")
     assert not res.ok
     want = hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
-    assert f"{SHARD}: fetched twice, both wrong" in res.output and f"the hub's hash is {want}" in res.output
+    assert (
+        f"{SHARD}: fetched twice, both wrong" in res.output
+        and f"the hub's hash is {want}" in res.output
+    )
     assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1
 
 
@@ -155,9 +182,14 @@ def test_token_is_used_but_never_shown_or_left_on_the_box(make_box, deploy, sand
     res = deploy(b, DEPLOY, args=["-v"])
     assert res.ok, res.explain()
     assert servers.HUB_TOKEN not in res.output
-    assert f"Bearer {servers.HUB_TOKEN}" in sandbox.servers.hub.auth_seen, "the box did not authenticate"
-    leaks = b.run(f"grep -rl {servers.HUB_TOKEN} /opt /models /etc /root /var/log /tmp 2>/dev/null; "
-                  f"journalctl --no-pager 2>/dev/null | grep -c {servers.HUB_TOKEN}", check=False).stdout.split()
+    assert f"Bearer {servers.HUB_TOKEN}" in sandbox.servers.hub.auth_seen, (
+        "the box did not authenticate"
+    )
+    leaks = b.run(
+        f"grep -rl {servers.HUB_TOKEN} /opt /models /etc /root /var/log /tmp 2>/dev/null; "
+        f"journalctl --no-pager 2>/dev/null | grep -c {servers.HUB_TOKEN}",
+        check=False,
+    ).stdout.split()
     assert leaks == ["0"], leaks
     assert b.run("ls -A /opt/laguna-kit/secrets").stdout.strip() == ""
     assert b.run("stat -c %a /opt/laguna-kit/secrets").stdout.strip() == "700"
@@ -175,17 +207,24 @@ def test_disk_too_small_is_refused_before_the_first_byte(make_box, deploy):
 
 def test_disk_full_mid_transfer_fails_with_numbers_and_resumes(make_box, deploy, sandbox):
     from tests.harness.deployrun import start_deploy, wait_deploy
+
     b = make_box()
-    b.run("mkdir -p /models && mount -t tmpfs -o size=24m tmpfs /models")  # room for the 15 MiB, no more
+    b.run(
+        "mkdir -p /models && mount -t tmpfs -o size=24m tmpfs /models"
+    )  # room for the 15 MiB, no more
     hub_control("reset")
-    hub_control("faults", {"slow": {SHARD: 256 << 10}})  # a shard still arriving when the disk fills
+    hub_control(
+        "faults", {"slow": {SHARD: 256 << 10}}
+    )  # a shard still arriving when the disk fills
     data = {"checkpoint_free_margin_gib": 0}
     run = start_deploy(sandbox, [b], DEPLOY, data=data)
     part = f"{TARGET}/.laguna-partial/{SHARD}.part"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and b.run(f"test -s {part}", check=False).returncode != 0:
         time.sleep(0.2)
-    b.run("dd if=/dev/zero of=/models/filler bs=64k status=none; true")  # something else takes the disk
+    b.run(
+        "dd if=/dev/zero of=/models/filler bs=64k status=none; true"
+    )  # something else takes the disk
     res = wait_deploy(run)
     # The hub's slowed stream of that shard goes on until it notices its client is gone: let it, so
     # that none of its bytes count as the re-run's.
@@ -197,28 +236,42 @@ def test_disk_full_mid_transfer_fails_with_numbers_and_resumes(make_box, deploy,
         last, now = now, httpx.get(f"{HUB}/_standin/stats").json()["served"]
     hub_control("reset")
     assert not res.ok
-    assert f"{SHARD}: disk full at {TARGET} (0 MiB free) after " in res.output and "re-run to resume" in res.output, \
-        res.explain()
-    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, "a half file looks complete"
+    assert (
+        f"{SHARD}: disk full at {TARGET} (0 MiB free) after " in res.output
+        and "re-run to resume" in res.output
+    ), res.explain()
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, (
+        "a half file looks complete"
+    )
     kept = int(b.run(f"stat -c %s {part}").stdout)
     assert 0 < kept < len(hub_file(sandbox, SHARD))
     b.run("rm /models/filler")
     again = deploy(b, DEPLOY, data=data)
     assert again.ok, again.explain()
     assert served(SHARD) <= 1.05 * (len(hub_file(sandbox, SHARD)) - kept)
-    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    assert (
+        b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
+        == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    )
 
 
-def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same_way(make_box, deploy, tmp_path):
+def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same_way(
+    make_box, deploy, tmp_path
+):
     import os
     import subprocess
     import sys
 
     from laguna_kit.settings import KIT_ROOT
+
     mirror = tmp_path / "mirror"
-    made = subprocess.run([sys.executable, "scripts/mirror_checkpoints.py", "--dest", str(mirror), "--endpoint", HUB],
-                          cwd=KIT_ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, HF_TOKEN=servers.HUB_TOKEN))
+    made = subprocess.run(
+        [sys.executable, "scripts/mirror_checkpoints.py", "--dest", str(mirror), "--endpoint", HUB],
+        cwd=KIT_ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, HF_TOKEN=servers.HUB_TOKEN),
+    )
     assert made.returncode == 0, made.stderr[-2000:]
     b = make_box()
     hub_control("reset")
@@ -228,7 +281,10 @@ def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same
     assert res.ok, res.explain()
     assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {}, "the box used the hub"
     shard = mirror / f"poolside__Laguna-S-2.1-INT4@{standin_hub.TARGET_COMMIT}" / SHARD
-    assert b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0] == hashlib.sha256(shard.read_bytes()).hexdigest()
+    assert (
+        b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
+        == hashlib.sha256(shard.read_bytes()).hexdigest()
+    )
     assert b.run(f"ls -A {TARGET}.laguna-upload 2>/dev/null | wc -l").stdout.strip() == "0"
     again = deploy(b, DEPLOY, data=offline, env={"HF_TOKEN": ""})
     assert again.ok and again.changed() == [], again.changed()
@@ -241,6 +297,10 @@ def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same
     bad = deploy(b, DEPLOY, data=offline, env={"HF_TOKEN": ""})
     assert not bad.ok
     want = hashlib.sha256(good).hexdigest()
-    assert f"{SHARD}: the mirror's copy has hash {hashlib.sha256(shard.read_bytes()).hexdigest()}, " \
-           f"the hub recorded {want}" in bad.output, bad.explain()
-    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, "a bad file was put in place"
+    assert (
+        f"{SHARD}: the mirror's copy has hash {hashlib.sha256(shard.read_bytes()).hexdigest()}, "
+        f"the hub recorded {want}" in bad.output
+    ), bad.explain()
+    assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, (
+        "a bad file was put in place"
+    )

@@ -4,9 +4,11 @@ import pytest
 
 from tests.harness import box as boxmod
 
-SNAPSHOT = ("dpkg-query -W -f='${Package} ${Version} ${Status}\\n' | sort | sha256sum; "
-            "find /etc -xdev -newer /run/laguna-snapshot 2>/dev/null | sort; "
-            "ls -la /etc/apt/sources.list.d /etc/docker 2>&1 | sha256sum")
+SNAPSHOT = (
+    "dpkg-query -W -f='${Package} ${Version} ${Status}\\n' | sort | sha256sum; "
+    "find /etc -xdev -newer /run/laguna-snapshot 2>/dev/null | sort; "
+    "ls -la /etc/apt/sources.list.d /etc/docker 2>&1 | sha256sum"
+)
 
 
 def snapshot(b):
@@ -14,11 +16,24 @@ def snapshot(b):
     return b.run(SNAPSHOT).stdout
 
 
-@pytest.mark.parametrize("gpus, found", [
-    (boxmod.gpus(boxmod.RTX_3090, 3), "found 3× NVIDIA GeForce RTX 3090 (24576 MiB), need 4 GPUs ≥ 24000 MiB each"),
-    (boxmod.gpus(boxmod.RTX_4080, 4), "found 4× NVIDIA GeForce RTX 4080 (16376 MiB), need 4 GPUs ≥ 24000 MiB each"),
-    (boxmod.gpus(boxmod.H200, 1), "found 1× NVIDIA H200 (143771 MiB), need 4 GPUs ≥ 24000 MiB each"),
-], ids=["3-gpus", "16gb-cards", "one-h200"])
+@pytest.mark.parametrize(
+    "gpus, found",
+    [
+        (
+            boxmod.gpus(boxmod.RTX_3090, 3),
+            "found 3× NVIDIA GeForce RTX 3090 (24576 MiB), need 4 GPUs ≥ 24000 MiB each",
+        ),
+        (
+            boxmod.gpus(boxmod.RTX_4080, 4),
+            "found 4× NVIDIA GeForce RTX 4080 (16376 MiB), need 4 GPUs ≥ 24000 MiB each",
+        ),
+        (
+            boxmod.gpus(boxmod.H200, 1),
+            "found 1× NVIDIA H200 (143771 MiB), need 4 GPUs ≥ 24000 MiB each",
+        ),
+    ],
+    ids=["3-gpus", "16gb-cards", "one-h200"],
+)
 def test_wrong_hardware_is_refused_before_any_change(make_box, deploy, gpus, found):
     b = make_box(gpus=gpus)
     before = snapshot(b)

@@ -1,8 +1,10 @@
 """The proof suite (converge -> idempotence -> verify, then drills) on a fleet of three boxes.
 
 Drills proved elsewhere, each asserting that nothing was lost:
-- wrong hardware refused before any change: test_preflight.py (H200, 4080s, two cards; 0 changed ops);
-- download killed mid-shard then resumed (<= 1.05x the missing bytes), corrupted and truncated shards
+- wrong hardware refused before any change: test_preflight.py (H200, 4080s, two cards; 0 changed
+ops);
+- download killed mid-shard then resumed (<= 1.05x the missing bytes), corrupted and truncated
+shards
   named and repaired, an index naming a missing shard: test_models.py;
 - gate failure -> automatic rollback, previous release serving: test_service.py;
 - bad inventory or data (unknown knob, wrong type, bad mode name, unsafe values) rejected before any
@@ -55,14 +57,28 @@ def fleet(sandbox):
 
 
 class Poller:
-    """A tailnet client polling every box's /v1/models (tests/harness/poller.py) while a roll runs."""
+    """A tailnet client polling every box's /v1/models (tests/harness/poller.py) while a roll
+    runs."""
 
     def __init__(self, boxes):
         self.out = run_dir() / "poller.json"
         self.out.unlink(missing_ok=True)
         urls = [f"http://{b.tailnet_v4}:8080/v1/models" for b in boxes]
-        self.proc = subprocess.Popen(["ip", "netns", "exec", boxmod.TAILNET_NS, sys.executable, "-m",
-                                      "tests.harness.poller", "--out", str(self.out), *urls], cwd=KIT_ROOT)
+        self.proc = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                boxmod.TAILNET_NS,
+                sys.executable,
+                "-m",
+                "tests.harness.poller",
+                "--out",
+                str(self.out),
+                *urls,
+            ],
+            cwd=KIT_ROOT,
+        )
 
     def stop(self) -> list[dict]:
         self.proc.send_signal(signal.SIGTERM)
@@ -81,17 +97,41 @@ def test_fleet_converges_in_parallel_and_serves_over_the_tailnet(fleet):
     spans = []
     for b in boxes:
         gate = last_gate(b)
-        assert gate["passed"] and gate["release"] == 1 and gate["long_context"]["prompt_tokens"] >= 190000
-        models = json.loads(tailnet("curl", "-sf", "-m", "5", f"http://{b.tailnet_v4}:8080/v1/models").stdout)
+        assert (
+            gate["passed"]
+            and gate["release"] == 1
+            and gate["long_context"]["prompt_tokens"] >= 190000
+        )
+        models = json.loads(
+            tailnet("curl", "-sf", "-m", "5", f"http://{b.tailnet_v4}:8080/v1/models").stdout
+        )
         assert models["data"][0]["id"] == "laguna"
-        chat = json.loads(tailnet("curl", "-sf", "-m", "30", f"http://[{b.tailnet_v6}]:8080/v1/chat/completions",
-                                  "-H", "Content-Type: application/json", "-d",
-                                  json.dumps({"model": "laguna", "max_tokens": 8,
-                                              "messages": [{"role": "user", "content": "Say hi"}]})).stdout)
+        chat = json.loads(
+            tailnet(
+                "curl",
+                "-sf",
+                "-m",
+                "30",
+                f"http://[{b.tailnet_v6}]:8080/v1/chat/completions",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+                json.dumps(
+                    {
+                        "model": "laguna",
+                        "max_tokens": 8,
+                        "messages": [{"role": "user", "content": "Say hi"}],
+                    }
+                ),
+            ).stdout
+        )
         assert chat["choices"][0]["message"]["content"]
         off = boxmod.sh("curl", "-sf", "-m", "3", f"http://{b.address}:8080/v1/models", check=False)
         assert off.returncode != 0, f"{b.name}: API answered off the tailnet"
-        fetches = [json.loads(x) for x in b.run("cat /opt/laguna-kit/state/fetch-log.jsonl").stdout.splitlines()]
+        fetches = [
+            json.loads(x)
+            for x in b.run("cat /opt/laguna-kit/state/fetch-log.jsonl").stdout.splitlines()
+        ]
         spans.append((min(f["started"] for f in fetches), max(f["finished"] for f in fetches)))
     # In parallel: the three boxes' downloads overlapped in time (they share this machine's clock).
     assert max(s for s, _ in spans) < min(e for _, e in spans), spans
@@ -120,7 +160,9 @@ def test_rolling_upgrade_keeps_n_minus_1_serving(fleet, deploy):
     assert min(counts) >= 2, "more than one box was down at once"
     for i, b in enumerate(boxes):
         assert current_release(b)["spec"]["mode"] == "speed-128k"
-        assert not all(s["up"][i] for s in samples), f"{b.name} never restarted: the poller proves nothing"
+        assert not all(s["up"][i] for s in samples), (
+            f"{b.name} never restarted: the poller proves nothing"
+        )
     # One box at a time: each box's gate passed before the next box's release began.
     gates = [last_gate(b) for b in boxes]
     assert all(g["passed"] and g["release"] == 2 for g in gates)
@@ -128,8 +170,10 @@ def test_rolling_upgrade_keeps_n_minus_1_serving(fleet, deploy):
 
 def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, deploy):
     boxes, _ = fleet
-    # Every box's "GPUs" die like the Marlin-workspace OOM on prompts over 200K (context-first's gate is
-    # 250K), so whichever box pyinfra's --serial takes first (its order is not the hosts file's) fails.
+    # Every box's "GPUs" die like the Marlin-workspace OOM on prompts over 200K (context-first's
+    # gate is
+    # 250K), so whichever box pyinfra's --serial takes first (its order is not the hosts file's)
+    # fails.
     for b in boxes:
         b.run(f"echo '{{\"oom_prompt_over\": 200000}}' > {FAULTS}")
     poller = Poller(boxes)
@@ -140,20 +184,28 @@ def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, depl
         for b in boxes:
             b.run(f"rm -f {FAULTS}")
     assert not roll.ok
-    assert "GATE FAILED" in roll.output and "rolling back to the previous release" in roll.output, roll.explain()
+    assert "GATE FAILED" in roll.output and "rolling back to the previous release" in roll.output, (
+        roll.explain()
+    )
     counts = serving_counts(samples)
     print(f"failed roll: {len(samples)} samples, serving min {min(counts)} of 3")
     assert min(counts) >= 2
     tried = [b for b in boxes if "0003" in b.run("ls /opt/laguna-kit/releases").stdout.split()]
-    assert len(tried) == 1, f"the roll went on after the first failed gate: {[b.name for b in tried]}"
+    assert len(tried) == 1, (
+        f"the roll went on after the first failed gate: {[b.name for b in tried]}"
+    )
     failed = tried[0]
     rel = current_release(failed)
     assert rel["spec"]["mode"] == "speed-128k" and last_gate(failed)["release"] == rel["number"]
     assert last_gate(failed)["passed"], "the rolled-back box must be validated again"
     for b in boxes:  # the others were never touched; all three serve the previous release
         assert current_release(b)["spec"]["mode"] == "speed-128k", b.name
-        assert json.loads(tailnet("curl", "-sf", "-m", "5",
-                                  f"http://{b.tailnet_v4}:8080/v1/models").stdout)["data"][0]["id"] == "laguna"
+        assert (
+            json.loads(
+                tailnet("curl", "-sf", "-m", "5", f"http://{b.tailnet_v4}:8080/v1/models").stdout
+            )["data"][0]["id"]
+            == "laguna"
+        )
 
 
 def test_secrets_are_absent_from_output_logs_and_files(fleet, sandbox):
@@ -171,8 +223,13 @@ def test_secrets_are_absent_from_output_logs_and_files(fleet, sandbox):
             for secret in secrets:
                 assert secret not in text, f"{b.name}: secret in {where}"
         # Every file the deploys wrote (the box's overlay upper layer), journals included.
-        found = boxmod.sh("grep", "-rlaF", *sum((["-e", s] for s in secrets), []), str(b.state_dir / "upper"),
-                          check=False)
+        found = boxmod.sh(
+            "grep",
+            "-rlaF",
+            *sum((["-e", s] for s in secrets), []),
+            str(b.state_dir / "upper"),
+            check=False,
+        )
         assert found.returncode == 1, f"{b.name}: secret written to {found.stdout}"
 
 
@@ -204,6 +261,11 @@ def test_box_rebooted_mid_deploy_then_rerun_converges(make_box, deploy, sandbox)
     assert last_gate(b)["passed"]
     served = httpx.get(f"{HUB}/_standin/stats").json()["served"]
     fetched = sum(served.values())
-    print(f"reboot drill: {kept} bytes of {shard} kept across the reboot; {fetched} fetched for {total}")
-    assert kept > 0 and fetched <= 1.05 * total, "bytes on disk before the reboot were fetched again"
+    print(
+        f"reboot drill: {kept} bytes of {shard} kept across the reboot; {fetched} fetched for "
+        f"{total}"
+    )
+    assert kept > 0 and fetched <= 1.05 * total, (
+        "bytes on disk before the reboot were fetched again"
+    )
     assert deploy(b).changed() == []

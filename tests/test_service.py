@@ -5,59 +5,17 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from laguna_kit import operations, settings
+from laguna_kit import settings
 from tests.harness import servers, standin_hub
 
-SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "champion-facts.md"
 UNIT = "/etc/systemd/system/laguna-vllm.service"
 RELEASE = "python3 /opt/laguna-kit/bin/laguna_release.py"
 HUB = f"http://127.0.0.1:{servers.HUB_PORT}"
-
-
-def exec_start(unit_text: str) -> list[str]:
-    body = unit_text.split("ExecStart=", 1)[1].split("\nExecStop=", 1)[0].replace("\\\n", " ")
-    return shlex.split(body.replace("%%", "%").replace("$$", "$"))
-
-
-def seed_champion_flags() -> list[str]:
-    """Every `--flag value` the seed lists for the champion container and vLLM arguments."""
-    text = SEED.read_text()
-    section = text.split("## The container the recipe runs", 1)[1].split("## Other modes", 1)[0]
-    return re.findall(r"`(--[a-z0-9-]+(?:[ =][^`]*)?|[A-Z_]+=[^`]+)`", section)
-
-
-def test_rendered_unit_matches_every_seed_fact():
-    spec, unit = operations.render_release(settings.defaults(), "sha256:" + "0" * 64)
-    argv = exec_start(unit)
-    joined = " ".join(argv)
-    flags = seed_champion_flags()
-    assert len(flags) >= 20, flags
-    for flag in flags:
-        if flag.startswith("--speculative-config"):
-            cfg = json.loads(argv[argv.index("--speculative-config") + 1])
-            assert cfg == {"model": "/root/.cache/huggingface/Laguna-S-2.1-DFlash-INT4",
-                           "num_speculative_tokens": 7, "method": "dflash"}
-        elif flag.startswith("--default-chat-template-kwargs"):
-            assert json.loads(argv[argv.index("--default-chat-template-kwargs") + 1]) == {"enable_thinking": True}
-        elif flag.startswith(("--host 0.0.0.0 --port 8000", "-p ")):
-            continue  # upstream's published port: replaced by host networking on 8080 (see DEPLOYMENT.md)
-        elif flag == "--kv-cache-dtype":
-            continue  # the seed's "No --kv-cache-dtype", asserted below
-        elif flag.startswith("--") or "=" in flag:
-            assert flag in joined, f"seed fact {flag!r} missing from the unit"
-    assert "vllm/vllm-openai@sha256:" in joined and "/root/.cache/huggingface/Laguna-S-2.1-INT4" in argv
-    assert "/models:/root/.cache/huggingface:ro" in argv and "--served-model-name laguna" in joined
-    assert "--kv-cache-dtype" not in joined and "--restart" not in joined and " -p " not in joined
-    assert "--port 8080" in joined and "--network host" in joined
-    assert re.search(r"^Restart=on-failure$", unit, re.M) and re.search(r"^StartLimitBurst=3$", unit, re.M)
-    assert "ExecStartPre=-/usr/bin/docker rm -f vllm-laguna" in unit
 
 
 def test_unsafe_values_are_refused_before_any_change(make_box, deploy):
@@ -67,12 +25,16 @@ def test_unsafe_values_are_refused_before_any_change(make_box, deploy):
     assert "CUDA-graph memory estimate" in res.output and "force_unsafe=True" in res.output
     assert res.changed() == []
     res = deploy(b, data={"serving_mode": "turbo"})
-    assert "serving_mode 'turbo' is not a profile; choose one of champion, context-first, speed-128k" in res.output
+    assert (
+        "serving_mode 'turbo' is not a profile; choose one of champion, context-first, speed-128k"
+        in res.output
+    )
 
 
 @pytest.fixture(scope="module")
 def served(sandbox):
     from tests.harness.deployrun import run_deploy
+
     b = sandbox.add_box()
     first = run_deploy(sandbox, [b])
     assert first.ok, first.explain()
@@ -93,9 +55,13 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
     log = b.run("journalctl -u laguna-vllm --no-pager").stdout
     assert "GPU KV cache size:" in log and '"--max-num-batched-tokens", "2048"' in log
     gate = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)
-    assert gate["passed"] and gate["release"] == 1 and gate["long_context"]["prompt_tokens"] >= 190000
+    assert (
+        gate["passed"] and gate["release"] == 1 and gate["long_context"]["prompt_tokens"] >= 190000
+    )
     assert gate["dflash"]["acceptance"] > 0.2
-    digest = b.run("docker image inspect --format '{{index .RepoDigests 0}}' vllm/vllm-openai:v0.25.1").stdout.strip()
+    digest = b.run(
+        "docker image inspect --format '{{index .RepoDigests 0}}' vllm/vllm-openai:v0.25.1"
+    ).stdout.strip()
     rel = json.loads(b.run("cat /opt/laguna-kit/releases/0001/release.json").stdout)
     assert digest.endswith(rel["spec"]["image_digest"])
     assert rel["spec"]["target_revision"] == "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"
@@ -107,15 +73,27 @@ def test_mode_switch_is_an_upgrade_and_rollback_restores(served, deploy):
     b, _ = served
     up = deploy(b, data={"serving_mode": "speed-128k"})
     assert up.ok, up.explain()
-    assert set(up.changed()) >= {"tasks/service.py | Serving release (speed-128k) is the running one"}
+    assert set(up.changed()) >= {
+        "tasks/service.py | Serving release (speed-128k) is the running one"
+    }
     assert "--max-num-batched-tokens 4096" in b.run(f"cat {UNIT}").stdout
-    assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["max_model_len"] == 131072
+    assert (
+        json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0][
+            "max_model_len"
+        ]
+        == 131072
+    )
     assert re.search(r"^\*\s+2 .*speed-128k", releases(b), re.M)
 
     back = deploy(b, "tasks/rollback.py")
     assert back.ok, back.explain()
     assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
-    assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["max_model_len"] == 204800
+    assert (
+        json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0][
+            "max_model_len"
+        ]
+        == 204800
+    )
     assert json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["release"] == 1
     # Deploying the champion again finds release 1 current and validated: nothing to do.
     again = deploy(b)
@@ -132,20 +110,37 @@ def test_gate_failure_rolls_back_automatically(served, deploy):
     finally:
         b.run("rm -f /models/standin-faults.json")
     assert not res.ok
-    assert "GATE FAILED" in res.output and "rolling back to the previous release" in res.output, res.explain()
+    assert "GATE FAILED" in res.output and "rolling back to the previous release" in res.output, (
+        res.explain()
+    )
     assert "the previous release serves and passed the gate" in res.output, res.explain()
     assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
     assert "CUDA out of memory" in b.run("journalctl -u laguna-vllm --no-pager").stdout
-    assert json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["id"] == "laguna"
+    assert (
+        json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)["data"][0]["id"]
+        == "laguna"
+    )
 
 
-def test_revision_upgrade_fetches_only_changes_and_rollback_restores_the_old_checkpoint(served, deploy, sandbox):
+def test_revision_upgrade_fetches_only_changes_and_rollback_restores_the_old_checkpoint(
+    served, deploy, sandbox
+):
     b, _ = served
     hub = sandbox.servers.hub
     old = hub.repos[standin_hub.TARGET_REPO]
     shard = "model-00003-of-00015.safetensors"
-    files = dict(old.files, **{shard: standin_hub.safetensors_bytes(
-        {"model.layers.2.mlp.experts.weight_packed": os.urandom(len(old.files[shard]) - 200)})})
+    files = dict(
+        old.files,
+        **{
+            shard: standin_hub.safetensors_bytes(
+                {
+                    "model.layers.2.mlp.experts.weight_packed": os.urandom(
+                        len(old.files[shard]) - 200
+                    )
+                }
+            )
+        },
+    )
     new_rev = hashlib.sha1(b"poolside re-upload").hexdigest()
     hub.add_revision(standin_hub.TARGET_REPO, new_rev, files)
     httpx.post(f"{HUB}/_standin/reset")
@@ -153,11 +148,17 @@ def test_revision_upgrade_fetches_only_changes_and_rollback_restores_the_old_che
     assert up.ok, up.explain()
     # A re-upload costs only what changed: the other files are linked from the kept revision.
     assert httpx.get(f"{HUB}/_standin/stats").json()["served"] == {
-        f"{standin_hub.TARGET_REPO}/{shard}": len(files[shard])}
+        f"{standin_hub.TARGET_REPO}/{shard}": len(files[shard])
+    }
     assert recorded_revision(b) == new_rev
     kept = f"/models/.laguna-revisions/Laguna-S-2.1-INT4@{standin_hub.TARGET_COMMIT}"
-    assert b.run(f"sha256sum {kept}/{shard}").stdout.split()[0] == hashlib.sha256(old.files[shard]).hexdigest()
-    assert re.search(rf"^\*\s+\d+ .*champion .*target {new_rev[:12]}", releases(b), re.M), releases(b)
+    assert (
+        b.run(f"sha256sum {kept}/{shard}").stdout.split()[0]
+        == hashlib.sha256(old.files[shard]).hexdigest()
+    )
+    assert re.search(rf"^\*\s+\d+ .*champion .*target {new_rev[:12]}", releases(b), re.M), releases(
+        b
+    )
 
     back = deploy(b, "tasks/rollback.py")
     assert back.ok, back.explain()
@@ -171,14 +172,19 @@ def test_revision_upgrade_fetches_only_changes_and_rollback_restores_the_old_che
 
 
 def recorded_revision(b) -> str:
-    return json.loads(b.run("cat /models/Laguna-S-2.1-INT4/.laguna-verified.json").stdout)["revision"]
+    return json.loads(b.run("cat /models/Laguna-S-2.1-INT4/.laguna-verified.json").stdout)[
+        "revision"
+    ]
 
 
 def test_crash_loop_stops_with_the_first_failure_in_the_journal_and_deploy_recovers(served, deploy):
     b, _ = served
     config = "/models/Laguna-S-2.1-DFlash-INT4/config.json"
     since = b.run("date +%s").stdout.strip()
-    b.run(f"mv {config} {config}.away && systemctl reset-failed laguna-vllm && systemctl restart laguna-vllm")
+    b.run(
+        f"mv {config} {config}.away && systemctl reset-failed laguna-vllm && systemctl restart "
+        f"laguna-vllm"
+    )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -196,9 +202,11 @@ def test_crash_loop_stops_with_the_first_failure_in_the_journal_and_deploy_recov
         b.run(f"mv {config}.away {config}")
     res = deploy(b)
     assert res.ok, res.explain()
-    assert set(res.changed()) >= {"tasks/service.py | Serving release (champion) is the running one",
-                                  "tasks/validate.py | Validation gate: readiness, smoke, fresh long-context "
-                                  "prompt, DFlash acceptance"}, res.changed()
+    assert set(res.changed()) >= {
+        "tasks/service.py | Serving release (champion) is the running one",
+        "tasks/validate.py | Validation gate: readiness, smoke, fresh long-context "
+        "prompt, DFlash acceptance",
+    }, res.changed()
     assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
 
 
@@ -211,15 +219,24 @@ def test_status_logs_stop(served, deploy):
     logs = deploy(b, "tasks/logs.py")
     assert logs.ok and "GPU KV cache size" in logs.output and logs.changed() == []
     stop = deploy(b, "tasks/stop.py")
-    assert stop.ok and b.run("systemctl is-active laguna-vllm", check=False).stdout.strip() == "inactive"
+    assert (
+        stop.ok
+        and b.run("systemctl is-active laguna-vllm", check=False).stdout.strip() == "inactive"
+    )
     st = deploy(b, "tasks/status.py")
     assert "unit laguna-vllm.service: inactive" in st.output
-    # A deploy starts a stopped release again, and validates it again: its earlier pass proves nothing now.
-    gate_before = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["started_unix"]
+    # A deploy starts a stopped release again, and validates it again: its earlier pass proves
+    # nothing now.
+    gate_before = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)[
+        "started_unix"
+    ]
     res = deploy(b)
     assert res.ok, res.explain()
     assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
-    assert json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["started_unix"] > gate_before
+    assert (
+        json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["started_unix"]
+        > gate_before
+    )
 
 
 def test_mismatched_drafter_fails_the_gate(make_box, deploy):
@@ -227,5 +244,8 @@ def test_mismatched_drafter_fails_the_gate(make_box, deploy):
     b.run("mkdir -p /models && echo '{\"accept_rate\": 0.0}' > /models/standin-faults.json")
     res = deploy(b)
     assert not res.ok
-    assert "DFlash acceptance 0.0%" in res.output and "the drafter does not match the target" in res.output
+    assert (
+        "DFlash acceptance 0.0%" in res.output
+        and "the drafter does not match the target" in res.output
+    )
     assert "no previous release to roll back to" in res.output

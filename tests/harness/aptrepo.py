@@ -46,7 +46,9 @@ BOX_WHEELS = settings.defaults()["box_venv_packages"]
 def _run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, **kw)
     if proc.returncode != 0:
-        raise HarnessError(f"{' '.join(map(str, cmd))} failed: {proc.stderr.decode(errors='replace')[-1500:]}")
+        raise HarnessError(
+            f"{' '.join(map(str, cmd))} failed: {proc.stderr.decode(errors='replace')[-1500:]}"
+        )
     return proc.stdout
 
 
@@ -56,8 +58,21 @@ def gpg_home() -> Path:
     if not (home / ".complete").exists():
         shutil.rmtree(home, ignore_errors=True)
         home.mkdir(mode=0o700)
-        _run(["gpg", "--homedir", str(home), "--batch", "--passphrase", "", "--quick-gen-key",
-              "laguna-kit harness repo signing <harness@invalid>", "ed25519", "sign", "never"])
+        _run(
+            [
+                "gpg",
+                "--homedir",
+                str(home),
+                "--batch",
+                "--passphrase",
+                "",
+                "--quick-gen-key",
+                "laguna-kit harness repo signing <harness@invalid>",
+                "ed25519",
+                "sign",
+                "never",
+            ]
+        )
         (home / ".complete").write_text("\n")
     return home
 
@@ -82,8 +97,11 @@ def build_standin_deb(name: str, out: Path) -> Path:
             for key, val in VERSIONS.items():
                 text = text.replace(f"@{key}@".encode(), val.encode())
             path.write_bytes(text)
-    version = next(line.split(": ", 1)[1] for line in (stage / "DEBIAN/control").read_text().splitlines()
-                   if line.startswith("Version: "))
+    version = next(
+        line.split(": ", 1)[1]
+        for line in (stage / "DEBIAN/control").read_text().splitlines()
+        if line.startswith("Version: ")
+    )
     deb = out / f"{name}_{version}_amd64.deb"
     _run(["dpkg-deb", "--root-owner-group", "--build", str(stage), str(deb)])
     shutil.rmtree(stage)
@@ -97,8 +115,10 @@ def build_placeholder_deb(name: str, version: str, description: str, out: Path) 
     (stage / "DEBIAN").mkdir(parents=True)
     (stage / "DEBIAN/control").write_text(
         f"Package: {name}\nVersion: {version}\nArchitecture: amd64\nMaintainer: laguna-kit harness "
-        f"<harness@invalid>\nSection: kernel\nPriority: optional\nDescription: STAND-IN {description}\n"
-        " Empty package built by the laguna-kit test harness.\n")
+        f"<harness@invalid>\nSection: kernel\nPriority: optional\nDescription: STAND-IN "
+        f"{description}\n"
+        " Empty package built by the laguna-kit test harness.\n"
+    )
     deb = out / f"{name}_{version}_amd64.deb"
     _run(["dpkg-deb", "--root-owner-group", "--build", str(stage), str(deb)])
     shutil.rmtree(stage)
@@ -116,19 +136,33 @@ def _index(repo_root: Path, pool_rel: str, packages_rel: str) -> None:
 
 
 def _sign(release_dir: Path, *conf: str) -> None:
-    release = _run(["apt-ftparchive", *sum((["-o", c] for c in conf), []), "release", "."], cwd=release_dir)
+    release = _run(
+        ["apt-ftparchive", *sum((["-o", c] for c in conf), []), "release", "."], cwd=release_dir
+    )
     (release_dir / "Release").write_bytes(release)
     _gpg("--clearsign", "-o", str(release_dir / "InRelease"), str(release_dir / "Release"))
-    _gpg("--armor", "--detach-sign", "-o", str(release_dir / "Release.gpg"), str(release_dir / "Release"))
+    _gpg(
+        "--armor",
+        "--detach-sign",
+        "-o",
+        str(release_dir / "Release.gpg"),
+        str(release_dir / "Release"),
+    )
 
 
 def build() -> Path:
     """Build (or reuse) the whole served tree; returns its root."""
     debs = rootfs.distro_debs()
     root = cache_dir() / "served"
-    stamp_inputs = sorted(str(p.relative_to(HERE)) + str(p.stat().st_mtime_ns)
-                          for p in STANDINS.rglob("*") if p.is_file())
-    stamp = "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), os.uname().release, *stamp_inputs]) + "\n"
+    stamp_inputs = sorted(
+        str(p.relative_to(HERE)) + str(p.stat().st_mtime_ns)
+        for p in STANDINS.rglob("*")
+        if p.is_file()
+    )
+    stamp = (
+        "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), os.uname().release, *stamp_inputs])
+        + "\n"
+    )
     if (root / ".stamp").exists() and (root / ".stamp").read_text() == stamp:
         return root
     shutil.rmtree(root, ignore_errors=True)
@@ -145,8 +179,12 @@ def build() -> Path:
     for deb in debs.glob("*.deb"):
         shutil.copy(deb, main_pool / deb.name)
     # The boxes run this machine's kernel, which no archive has headers for.
-    build_placeholder_deb(f"linux-headers-{os.uname().release}", "1", "kernel headers for the harness kernel",
-                          main_pool)
+    build_placeholder_deb(
+        f"linux-headers-{os.uname().release}",
+        "1",
+        "kernel headers for the harness kernel",
+        main_pool,
+    )
     nonfree_pool = deb_root / "pool/non-free"
     nonfree_pool.mkdir(parents=True)
     build_standin_deb("nvidia-driver", nonfree_pool)
@@ -155,11 +193,14 @@ def build() -> Path:
     _index(deb_root, "pool/non-free", f"dists/{rootfs.SUITE}/non-free/binary-amd64")
     for comp in ("contrib", "non-free-firmware"):
         _write_empty(suite / comp / "binary-amd64")
-    _sign(suite, f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
-          f"APT::FTPArchive::Release::Codename={rootfs.SUITE}",
-          "APT::FTPArchive::Release::Architectures=amd64",
-          "APT::FTPArchive::Release::Components=main contrib non-free non-free-firmware",
-          "APT::FTPArchive::Release::Origin=Debian")
+    _sign(
+        suite,
+        f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
+        f"APT::FTPArchive::Release::Codename={rootfs.SUITE}",
+        "APT::FTPArchive::Release::Architectures=amd64",
+        "APT::FTPArchive::Release::Components=main contrib non-free non-free-firmware",
+        "APT::FTPArchive::Release::Origin=Debian",
+    )
 
     # NVIDIA's flat repository.
     flat = root / "nvidia/stable/deb/amd64"
@@ -174,9 +215,14 @@ def build() -> Path:
     (ts_root / "pool").mkdir(parents=True)
     build_standin_deb("tailscale", ts_root / "pool")
     _index(ts_root, "pool", f"dists/{rootfs.SUITE}/main/binary-amd64")
-    _sign(ts_root / "dists" / rootfs.SUITE, f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
-          f"APT::FTPArchive::Release::Codename={rootfs.SUITE}", "APT::FTPArchive::Release::Components=main",
-          "APT::FTPArchive::Release::Architectures=amd64", "APT::FTPArchive::Release::Origin=Tailscale-standin")
+    _sign(
+        ts_root / "dists" / rootfs.SUITE,
+        f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
+        f"APT::FTPArchive::Release::Codename={rootfs.SUITE}",
+        "APT::FTPArchive::Release::Components=main",
+        "APT::FTPArchive::Release::Architectures=amd64",
+        "APT::FTPArchive::Release::Origin=Tailscale-standin",
+    )
     (ts_root / f"{rootfs.SUITE}.noarmor.gpg").write_bytes(public_binary)
 
     build_wheel_index(root / "pypi/simple")
@@ -195,9 +241,27 @@ def build_wheel_index(simple: Path) -> None:
     """A PEP 503 'simple' tree: one folder per normalised project name holding its wheels."""
     wheels = cache_dir() / "wheels"
     wheels.mkdir(exist_ok=True)
-    _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--dest", str(wheels),
-          "--python-version", "3.11", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
-          "--platform", "manylinux_2_17_x86_64", *BOX_WHEELS])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--only-binary=:all:",
+            "--dest",
+            str(wheels),
+            "--python-version",
+            "3.11",
+            "--platform",
+            "manylinux2014_x86_64",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--platform",
+            "manylinux_2_17_x86_64",
+            *BOX_WHEELS,
+        ]
+    )
     for whl in wheels.glob("*.whl"):
         project = whl.name.split("-")[0].lower().replace("_", "-").replace(".", "-")
         (simple / project).mkdir(parents=True, exist_ok=True)

@@ -35,8 +35,18 @@ TAILNET_NS = "lgk-tailnet"
 TAILNET_PEER_V4 = "100.100.0.1"
 TAILNET_PEER_V6 = "fd7a:115c:a1e0::1"
 
-RTX_3090 = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "compute_cap": "8.6", "pci_device": "2204"}
-RTX_4080 = {"name": "NVIDIA GeForce RTX 4080", "memory_mib": 16376, "compute_cap": "8.9", "pci_device": "2704"}
+RTX_3090 = {
+    "name": "NVIDIA GeForce RTX 3090",
+    "memory_mib": 24576,
+    "compute_cap": "8.6",
+    "pci_device": "2204",
+}
+RTX_4080 = {
+    "name": "NVIDIA GeForce RTX 4080",
+    "memory_mib": 16376,
+    "compute_cap": "8.9",
+    "pci_device": "2704",
+}
 H200 = {"name": "NVIDIA H200", "memory_mib": 143771, "compute_cap": "9.0", "pci_device": "2335"}
 
 
@@ -48,11 +58,14 @@ def sh(*cmd: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
 
 
 def gpus(model: dict, count: int) -> list[dict]:
-    """A GPU list for the stand-in nvidia-smi: `count` cards of `model`, distinct bus ids and UUIDs."""
+    """A GPU list for the stand-in nvidia-smi: `count` cards of `model`, distinct bus ids and
+    UUIDs."""
     out = []
     for i in range(count):
         seed = hashlib.sha256(f"{model['name']}-{i}".encode()).hexdigest()
-        out.append(dict(model, bus_id=f"00000000:{i + 1:02X}:00.0", uuid=f"GPU-{uuidlib.UUID(seed[:32])}"))
+        out.append(
+            dict(model, bus_id=f"00000000:{i + 1:02X}:00.0", uuid=f"GPU-{uuidlib.UUID(seed[:32])}")
+        )
     return out
 
 
@@ -60,7 +73,18 @@ def harness_ssh_key() -> Path:
     key = cache_dir() / "ssh" / "id_ed25519"
     if not key.exists():
         key.parent.mkdir(mode=0o700, exist_ok=True)
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "laguna-kit-harness", "-f", str(key))
+        sh(
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "laguna-kit-harness",
+            "-f",
+            str(key),
+        )
     return key
 
 
@@ -144,10 +168,34 @@ class Box:
         sh("ip", "-n", ns, "link", "set", "eth0", "up")
         sh("ip", "-n", ns, "route", "add", "default", "via", self.control_address)
         ensure_tailnet_ns()
-        sh("ip", "-n", TAILNET_NS, "link", "add", f"ts{n}", "type", "veth", "peer", "name", "tsuplink0",
-           "netns", ns)
-        # NDP answers only for addresses on the receiving link, so the peer's v6 address sits on each link.
-        sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_PEER_V6}/128", "dev", f"ts{n}", "nodad")
+        sh(
+            "ip",
+            "-n",
+            TAILNET_NS,
+            "link",
+            "add",
+            f"ts{n}",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "tsuplink0",
+            "netns",
+            ns,
+        )
+        # NDP answers only for addresses on the receiving link, so the peer's v6 address sits on
+        # each link.
+        sh(
+            "ip",
+            "-n",
+            TAILNET_NS,
+            "addr",
+            "add",
+            f"{TAILNET_PEER_V6}/128",
+            "dev",
+            f"ts{n}",
+            "nodad",
+        )
         sh("ip", "-n", TAILNET_NS, "link", "set", f"ts{n}", "up")
         sh("ip", "-n", TAILNET_NS, "route", "add", f"{self.tailnet_v4}/32", "dev", f"ts{n}")
         sh("ip", "-n", TAILNET_NS, "-6", "route", "add", f"{self.tailnet_v6}/128", "dev", f"ts{n}")
@@ -156,8 +204,15 @@ class Box:
         upper, work = self.state_dir / "upper", self.state_dir / "work"
         for d in (upper, work, self.root, self.state_dir / "pci"):
             d.mkdir(parents=True, exist_ok=True)
-        sh("mount", "-t", "overlay", "overlay", "-o",
-           f"lowerdir={base},upperdir={upper},workdir={work}", str(self.root))
+        sh(
+            "mount",
+            "-t",
+            "overlay",
+            "overlay",
+            "-o",
+            f"lowerdir={base},upperdir={upper},workdir={work}",
+            str(self.root),
+        )
 
     def _configure(self, repo_urls: dict) -> None:
         r = self.root
@@ -171,7 +226,16 @@ class Box:
         (ssh / "authorized_keys").chmod(0o600)
         for old in (r / "etc/ssh").glob("ssh_host_*"):
             old.unlink()
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(r / "etc/ssh/ssh_host_ed25519_key"))
+        sh(
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            str(r / "etc/ssh/ssh_host_ed25519_key"),
+        )
         if self.ssh_port != 22:
             (r / "etc/ssh/sshd_config.d").mkdir(exist_ok=True)
             (r / "etc/ssh/sshd_config.d/harness-port.conf").write_text(f"Port {self.ssh_port}\n")
@@ -180,8 +244,10 @@ class Box:
         keyring.write_bytes(Path(repo_urls["key_file"]).read_bytes())
         (r / "etc/apt/sources.list").write_text(
             f"deb [signed-by=/usr/share/keyrings/laguna-harness-archive.gpg] {repo_urls['debian']} "
-            f"{rootfs.SUITE} main\n")
-        # apt-daily would race the deploy for the dpkg lock at boot; a harness box is never idle long.
+            f"{rootfs.SUITE} main\n"
+        )
+        # apt-daily would race the deploy for the dpkg lock at boot; a harness box is never idle
+        # long.
         for timer in ("apt-daily.timer", "apt-daily-upgrade.timer"):
             (r / "etc/systemd/system" / timer).unlink(missing_ok=True)
             (r / "etc/systemd/system" / timer).symlink_to("/dev/null")
@@ -199,27 +265,56 @@ class Box:
             (dev / "config").write_bytes(bytes(config))
         hw = r / "etc/standin-hardware"
         hw.mkdir(exist_ok=True)
-        (hw / "README").write_text("STAND-IN hardware description for the laguna-kit test harness.\n")
+        (hw / "README").write_text(
+            "STAND-IN hardware description for the laguna-kit test harness.\n"
+        )
         (hw / "gpus.json").write_text(json.dumps({"gpus": self.gpus}, indent=1))
-        (hw / "tailnet.json").write_text(json.dumps({
-            "uplink": "tsuplink0", "ipv4": self.tailnet_v4, "ipv6": self.tailnet_v6,
-            "auth_keys_sha256": [hashlib.sha256(self.tailscale_auth_key.encode()).hexdigest()],
-        }, indent=1))
+        (hw / "tailnet.json").write_text(
+            json.dumps(
+                {
+                    "uplink": "tsuplink0",
+                    "ipv4": self.tailnet_v4,
+                    "ipv6": self.tailnet_v6,
+                    "auth_keys_sha256": [
+                        hashlib.sha256(self.tailscale_auth_key.encode()).hexdigest()
+                    ],
+                },
+                indent=1,
+            )
+        )
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        nspawn = ["systemd-nspawn", "-D", str(self.root), "--boot", "--register=no", "--keep-unit",
-                  "--capability=all", "--bind=/sys/fs/cgroup", f"--network-namespace-path=/run/netns/{self.netns}",
-                  f"--machine={self.name}", "--console=read-only",
-                  f"--bind-ro={self.state_dir / 'pci'}:/sys/bus/pci/devices"]
+        nspawn = [
+            "systemd-nspawn",
+            "-D",
+            str(self.root),
+            "--boot",
+            "--register=no",
+            "--keep-unit",
+            "--capability=all",
+            "--bind=/sys/fs/cgroup",
+            f"--network-namespace-path=/run/netns/{self.netns}",
+            f"--machine={self.name}",
+            "--console=read-only",
+            f"--bind-ro={self.state_dir / 'pci'}:/sys/bus/pci/devices",
+        ]
         # Exit 133 means the box asked to reboot: start it again, as systemd-nspawn@.service does.
-        loop = (f'trap "kill -TERM \\$child 2>/dev/null; wait \\$child; exit 0" TERM; '
-                f'while :; do {" ".join(nspawn)} & child=$!; wait $child; rc=$?; '
-                f'[ $rc -eq 133 ] || exit $rc; done')
+        loop = (
+            f'trap "kill -TERM \\$child 2>/dev/null; wait \\$child; exit 0" TERM; '
+            f"while :; do {' '.join(nspawn)} & child=$!; wait $child; rc=$?; "
+            f"[ $rc -eq 133 ] || exit $rc; done"
+        )
         env = dict(os.environ, SYSTEMD_SECCOMP="0")
         with self.log.open("ab") as fh:
-            self.supervisor = subprocess.Popen(["bash", "-c", loop], stdout=fh, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            self.supervisor = subprocess.Popen(
+                ["bash", "-c", loop],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
         (self.state_dir / "supervisor.pid").write_text(str(self.supervisor.pid))
         self.wait_ssh()
 
@@ -227,8 +322,10 @@ class Box:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.supervisor and self.supervisor.poll() is not None:
-                raise HarnessError(f"box {self.name} exited ({self.supervisor.returncode}); console: {self.log}\n"
-                                   + self.log.read_text(errors="replace")[-1500:])
+                raise HarnessError(
+                    f"box {self.name} exited ({self.supervisor.returncode}); console: {self.log}\n"
+                    + self.log.read_text(errors="replace")[-1500:]
+                )
             try:
                 with socket.create_connection((self.address, self.ssh_port), timeout=1) as s:
                     s.settimeout(2)
@@ -237,28 +334,56 @@ class Box:
             except OSError:
                 pass
             time.sleep(0.3)
-        raise HarnessError(f"box {self.name}: no sshd on {self.address}:{self.ssh_port} after {timeout}s; "
-                           f"console: {self.log}")
+        raise HarnessError(
+            f"box {self.name}: no sshd on {self.address}:{self.ssh_port} after {timeout}s; "
+            f"console: {self.log}"
+        )
 
-    def run(self, command: str, check: bool = True, timeout: float = 120,
-            via_tailnet: bool = False) -> subprocess.CompletedProcess:
-        """Run a command in the box as root over SSH, the way an operator would (`via_tailnet`: from a
+    def run(
+        self, command: str, check: bool = True, timeout: float = 120, via_tailnet: bool = False
+    ) -> subprocess.CompletedProcess:
+        """Run a command in the box as root over SSH, the way an operator would (`via_tailnet`:
+        from a
         tailnet peer to the box's tailnet address, instead of over its ordinary interface)."""
         key = harness_ssh_key()
         prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
         proc = subprocess.run(
-            [*prefix, "ssh", "-i", str(key), "-p", str(self.ssh_port), "-o", "StrictHostKeyChecking=no",
-             "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "BatchMode=yes",
-             f"root@{self.tailnet_v4 if via_tailnet else self.address}", command],
-            capture_output=True, text=True, timeout=timeout)
+            [
+                *prefix,
+                "ssh",
+                "-i",
+                str(key),
+                "-p",
+                str(self.ssh_port),
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-o",
+                "BatchMode=yes",
+                f"root@{self.tailnet_v4 if via_tailnet else self.address}",
+                command,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and proc.returncode != 0:
-            raise HarnessError(f"[{self.name}] {command!r} exited {proc.returncode}: {proc.stderr.strip()}"
-                               f" {proc.stdout.strip()[-500:]}")
+            raise HarnessError(
+                f"[{self.name}] {command!r} exited {proc.returncode}: {proc.stderr.strip()}"
+                f" {proc.stdout.strip()[-500:]}"
+            )
         return proc
 
     def stop(self, timeout: float = 30) -> None:
         pid_file = self.state_dir / "supervisor.pid"
-        pid = self.supervisor.pid if self.supervisor else (int(pid_file.read_text()) if pid_file.exists() else None)
+        pid = (
+            self.supervisor.pid
+            if self.supervisor
+            else (int(pid_file.read_text()) if pid_file.exists() else None)
+        )
         if pid:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -309,5 +434,7 @@ def _alive(pid: int) -> bool:
 
 def _umount_tree(path: Path) -> None:
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
-    for m in sorted((m for m in mounts if m == str(path) or m.startswith(str(path) + "/")), reverse=True):
+    for m in sorted(
+        (m for m in mounts if m == str(path) or m.startswith(str(path) + "/")), reverse=True
+    ):
         sh("umount", "-l", m, check=False)

@@ -1,4 +1,5 @@
-"""Run the kit the way an operator does (`pyinfra -y --json inventory.py <deploy>`) against boxes."""
+"""Run the kit the way an operator does (`pyinfra -y --json inventory.py <deploy>`) against
+boxes."""
 
 from __future__ import annotations
 
@@ -45,18 +46,32 @@ class DeployResult:
         return self.stdout + self.stderr
 
     def explain(self) -> str:
-        return f"exit {self.returncode}\n--- stderr (tail)\n{self.stderr[-4000:]}\n--- stdout (tail)\n{self.stdout[-2000:]}"
+        return (
+            f"exit {self.returncode}\n--- stderr (tail)\n{self.stderr[-4000:]}\n"
+            f"--- stdout (tail)\n{self.stdout[-2000:]}"
+        )
 
 
-def deploy_command(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
-                   env: dict | None = None, via_tailnet: bool = False) -> tuple[list[str], dict]:
+def deploy_command(
+    sandbox,
+    boxes,
+    deploy: str = "deploy.py",
+    data: dict | None = None,
+    args: list[str] = (),
+    env: dict | None = None,
+    via_tailnet: bool = False,
+) -> tuple[list[str], dict]:
     """The operator's command line and environment for `deploy` on `boxes` (harness data on top).
 
     `via_tailnet`: run from the namespace that plays the other tailnet nodes, to the boxes' tailnet
     addresses (a control machine on the tailnet; it reaches nothing else of the harness).
     """
-    hosts = sandbox.write_hosts(run_dir() / f"hosts-{'-'.join(b.name for b in boxes)}.toml", boxes, data,
-                                via_tailnet=via_tailnet)
+    hosts = sandbox.write_hosts(
+        run_dir() / f"hosts-{'-'.join(b.name for b in boxes)}.toml",
+        boxes,
+        data,
+        via_tailnet=via_tailnet,
+    )
     full_env = dict(os.environ, LAGUNA_HOSTS=str(hosts), **sandbox.env())
     full_env.update(env or {})
     prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
@@ -72,18 +87,29 @@ def result_of(returncode: int, stdout: str, stderr: str) -> DeployResult:
     return DeployResult(returncode, stdout, stderr, report)
 
 
-def run_deploy(sandbox, boxes, deploy: str = "deploy.py", data: dict | None = None, args: list[str] = (),
-               env: dict | None = None, timeout: float = 900, via_tailnet: bool = False) -> DeployResult:
+def run_deploy(
+    sandbox,
+    boxes,
+    deploy: str = "deploy.py",
+    data: dict | None = None,
+    args: list[str] = (),
+    env: dict | None = None,
+    timeout: float = 900,
+    via_tailnet: bool = False,
+) -> DeployResult:
     cmd, full_env = deploy_command(sandbox, boxes, deploy, data, args, env, via_tailnet)
-    proc = subprocess.run(cmd, cwd=KIT_ROOT, capture_output=True, text=True, env=full_env, timeout=timeout)
+    proc = subprocess.run(
+        cmd, cwd=KIT_ROOT, capture_output=True, text=True, env=full_env, timeout=timeout
+    )
     return result_of(proc.returncode, proc.stdout, proc.stderr)
 
 
 def start_deploy(sandbox, boxes, deploy: str = "deploy.py", **kw) -> subprocess.Popen:
     """The same run in the background, for drills that interrupt it; collect it with wait_deploy."""
     cmd, full_env = deploy_command(sandbox, boxes, deploy, **kw)
-    return subprocess.Popen(cmd, cwd=KIT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=full_env)
+    return subprocess.Popen(
+        cmd, cwd=KIT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
+    )
 
 
 def wait_deploy(proc: subprocess.Popen, timeout: float = 900) -> DeployResult:

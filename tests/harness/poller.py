@@ -1,8 +1,10 @@
 """A client that polls several endpoints' /v1/models until stopped, like a user of the fleet.
 
-Run inside the tailnet peers' namespace (``ip netns exec lgk-tailnet python -m tests.harness.poller``)
+Run inside the tailnet peers' namespace (``ip netns exec lgk-tailnet python -m
+tests.harness.poller``)
 so it reaches the boxes the way a tailnet user does. On SIGTERM it writes every sample to --out:
-``[{"t": seconds, "up": [bool per url]}, ...]``; an endpoint is up when it answers 200 and lists laguna.
+``[{"t": seconds, "up": [bool per url]}, ...]``; an endpoint is up when it answers 200 and lists
+laguna.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import httpx
 def up(client: httpx.Client, url: str) -> bool:
     try:
         r = client.get(url, timeout=2)
-        return r.status_code == 200 and any(m.get("id") == "laguna" for m in r.json().get("data", []))
+        return r.status_code == 200 and any(
+            m.get("id") == "laguna" for m in r.json().get("data", [])
+        )
     except (httpx.HTTPError, ValueError):
         return False
 
@@ -35,7 +39,9 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     with httpx.Client() as client:
         while running[0]:
-            samples.append({"t": round(time.monotonic() - t0, 3), "up": [up(client, u) for u in a.urls]})
+            samples.append(
+                {"t": round(time.monotonic() - t0, 3), "up": [up(client, u) for u in a.urls]}
+            )
             time.sleep(a.interval)
     with open(a.out, "w") as fh:
         json.dump(samples, fh)

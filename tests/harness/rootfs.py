@@ -26,8 +26,22 @@ SUITE = "bookworm"
 
 # What a freshly installed minimal Debian/Ubuntu server has: the kit must install everything else.
 BOX_PACKAGES = [
-    "systemd", "systemd-sysv", "dbus", "openssh-server", "iproute2", "nftables", "ca-certificates",
-    "gnupg", "curl", "python3", "procps", "kmod", "pciutils", "sudo", "iputils-ping", "less",
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "openssh-server",
+    "iproute2",
+    "nftables",
+    "ca-certificates",
+    "gnupg",
+    "curl",
+    "python3",
+    "procps",
+    "kmod",
+    "pciutils",
+    "sudo",
+    "iputils-ping",
+    "less",
 ]
 IMAGE_PACKAGES = ["python3"]
 # Packages the kit installs from the distribution's own archive; the harness mirrors them.
@@ -49,7 +63,8 @@ def _run(cmd: list[str], log: Path, **kw) -> None:
 
 
 def _debootstrap(dest: Path, packages: list[str]) -> Path:
-    """Build into a temporary folder and rename at the end, so an interrupted build never looks done."""
+    """Build into a temporary folder and rename at the end, so an interrupted build never looks
+    done."""
     if (dest / ".complete").exists():
         return dest
     tmp = dest.with_name(dest.name + ".partial")
@@ -57,7 +72,10 @@ def _debootstrap(dest: Path, packages: list[str]) -> Path:
     tmp.mkdir(parents=True)
     log = dest.with_name(dest.name + ".log")
     log.write_text("")
-    _run(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), SUITE, str(tmp)], log)
+    _run(
+        ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), SUITE, str(tmp)],
+        log,
+    )
     (tmp / ".complete").write_text(" ".join(packages) + "\n")
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
@@ -73,7 +91,8 @@ def image_rootfs() -> Path:
 
 
 def distro_debs() -> Path:
-    """Download DISTRO_DEBS and whatever they need beyond the bare box, through a throw-away copy of it."""
+    """Download DISTRO_DEBS and whatever they need beyond the bare box, through a throw-away copy
+    of it."""
     base = box_rootfs()
     dest = cache_dir() / f"debs-{_key(SUITE, BOX_PACKAGES, DISTRO_DEBS)}"
     if (dest / ".complete").exists():
@@ -86,8 +105,21 @@ def distro_debs() -> Path:
     shutil.copy("/etc/resolv.conf", work / "etc/resolv.conf")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     _run(["chroot", str(work), "apt-get", "update", "-q"], log, env=env)
-    _run(["chroot", str(work), "apt-get", "install", "-y", "-q", "--download-only", "--no-install-recommends",
-          *DISTRO_DEBS], log, env=env)
+    _run(
+        [
+            "chroot",
+            str(work),
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--download-only",
+            "--no-install-recommends",
+            *DISTRO_DEBS,
+        ],
+        log,
+        env=env,
+    )
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for deb in (work / "var/cache/apt/archives").glob("*.deb"):

@@ -1,4 +1,5 @@
-"""A sandbox: the harness servers plus one or more boxes, and the hosts file that points the kit at them.
+"""A sandbox: the harness servers plus one or more boxes, and the hosts file that points the kit at
+them.
 
 The hosts file's per-host data holds the *only* differences from production: repository and hub
 addresses and keys, the harness's Docker daemon settings (vfs storage, no iptables: the box's
@@ -22,27 +23,47 @@ from .servers import HUB_TOKEN, Servers
 
 SANDBOX_HOSTS = run_dir() / "sandbox-hosts.toml"
 REQUIRED_TOOLS = {
-    "systemd-nspawn": "systemd-container", "debootstrap": "debootstrap", "ip": "iproute2",
-    "dockerd": "docker.io", "docker-registry": "docker-registry", "apt-ftparchive": "apt-utils",
-    "dpkg-deb": "dpkg", "gpg": "gnupg", "ssh": "openssh-client", "nft": "nftables",
+    "systemd-nspawn": "systemd-container",
+    "debootstrap": "debootstrap",
+    "ip": "iproute2",
+    "dockerd": "docker.io",
+    "docker-registry": "docker-registry",
+    "apt-ftparchive": "apt-utils",
+    "dpkg-deb": "dpkg",
+    "gpg": "gnupg",
+    "ssh": "openssh-client",
+    "nft": "nftables",
 }
 
 # Docker settings that only the harness needs (nspawn box without iptables or a writable /proc/sys).
-HARNESS_DOCKER = {"storage-driver": "vfs", "iptables": False, "ip6tables": False, "bridge": "none",
-                  "ip-forward": False}
+HARNESS_DOCKER = {
+    "storage-driver": "vfs",
+    "iptables": False,
+    "ip6tables": False,
+    "bridge": "none",
+    "ip-forward": False,
+}
 
 
 def check_prerequisites() -> None:
     """Say exactly what is missing before anything is started."""
     problems = []
     if os.geteuid() != 0:
-        problems.append("must run as root (network namespaces, overlay mounts and systemd-nspawn need it)")
+        problems.append(
+            "must run as root (network namespaces, overlay mounts and systemd-nspawn need it)"
+        )
     missing = sorted({pkg for tool, pkg in REQUIRED_TOOLS.items() if not shutil.which(tool)})
     if missing:
-        problems.append(f"missing tools; install the Debian packages: apt-get install {' '.join(missing)} "
-                        f"(scripts/setup.sh does this)")
-    if not any(Path("/sys/fs/cgroup", p).exists() for p in ("cgroup.controllers", "systemd", "unified")):
-        problems.append("no cgroup hierarchy for systemd under /sys/fs/cgroup (systemd in the box needs one)")
+        problems.append(
+            f"missing tools; install the Debian packages: apt-get install {' '.join(missing)} "
+            f"(scripts/setup.sh does this)"
+        )
+    if not any(
+        Path("/sys/fs/cgroup", p).exists() for p in ("cgroup.controllers", "systemd", "unified")
+    ):
+        problems.append(
+            "no cgroup hierarchy for systemd under /sys/fs/cgroup (systemd in the box needs one)"
+        )
     if problems:
         raise HarnessError("the test harness cannot run here:\n  - " + "\n  - ".join(problems))
 
@@ -57,7 +78,9 @@ def _toml_value(value) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        return (
+            "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
@@ -99,22 +122,34 @@ class Sandbox:
             "pip_index_url": u["pip_index"],
             "pip_trusted_host": b.control_address,
             "hf_endpoint": u["hf_endpoint"],
-            "docker_daemon_config": dict(HARNESS_DOCKER, **{"registry-mirrors": [u["registry_mirror"]]}),
+            "docker_daemon_config": dict(
+                HARNESS_DOCKER, **{"registry-mirrors": [u["registry_mirror"]]}
+            ),
             "nvidia_allow_reboot": True,
         }
 
-    def write_hosts(self, path: Path, boxes=None, data: dict | None = None, via_tailnet: bool = False) -> Path:
-        """A hosts file (laguna_kit/hostsfile.py format) for `boxes`, with harness data and `data` on top.
+    def write_hosts(
+        self, path: Path, boxes=None, data: dict | None = None, via_tailnet: bool = False
+    ) -> Path:
+        """A hosts file (laguna_kit/hostsfile.py format) for `boxes`, with harness data and `data`
+        on top.
 
         `via_tailnet`: the boxes' tailnet addresses, for a control machine that is a tailnet peer.
         """
         lines = ["# Written by the laguna-kit test harness: the sandbox boxes on this machine."]
         for b in boxes or self.boxes:
             address = b.tailnet_v4 if via_tailnet else b.address
-            lines += ["", "[[hosts]]", f"name = {_toml_value(b.name)}", f"address = {_toml_value(address)}",
-                      "user = \"root\"", f"port = {b.ssh_port}",
-                      f"key = {_toml_value(str(boxmod.harness_ssh_key()))}",
-                      f"known_hosts = {_toml_value(str(run_dir() / 'known_hosts'))}", "[hosts.data]"]
+            lines += [
+                "",
+                "[[hosts]]",
+                f"name = {_toml_value(b.name)}",
+                f"address = {_toml_value(address)}",
+                'user = "root"',
+                f"port = {b.ssh_port}",
+                f"key = {_toml_value(str(boxmod.harness_ssh_key()))}",
+                f"known_hosts = {_toml_value(str(run_dir() / 'known_hosts'))}",
+                "[hosts.data]",
+            ]
             host_data = self.host_data(b)
             host_data.update(data or {})
             lines += [f"{k} = {_toml_value(v)}" for k, v in host_data.items()]
@@ -144,8 +179,11 @@ def cleanup_stale() -> None:
 
     Deleting a box's namespace destroys its veth ends and so their peers, whatever its number was.
     """
-    names = {ns.split()[0][4:] for ns in boxmod.sh("ip", "netns", "list").stdout.splitlines()
-             if ns.startswith("lgk-") and ns.split()[0] != boxmod.TAILNET_NS}
+    names = {
+        ns.split()[0][4:]
+        for ns in boxmod.sh("ip", "netns", "list").stdout.splitlines()
+        if ns.startswith("lgk-") and ns.split()[0] != boxmod.TAILNET_NS
+    }
     boxes_dir = cache_dir() / "boxes"
     names |= {p.name for p in boxes_dir.glob("*")} if boxes_dir.exists() else set()
     for name in sorted(names):
@@ -164,7 +202,9 @@ def run_in_sandbox(cmd: list[str], extra_env: dict | None = None) -> int:
     try:
         sb.add_box("sandbox1")
         sb.write_hosts(SANDBOX_HOSTS)
-        return subprocess.call(cmd, env=dict(os.environ, LAGUNA_HOSTS=str(SANDBOX_HOSTS), **sb.env(),
-                                             **(extra_env or {})))
+        return subprocess.call(
+            cmd,
+            env=dict(os.environ, LAGUNA_HOSTS=str(SANDBOX_HOSTS), **sb.env(), **(extra_env or {})),
+        )
     finally:
         sb.stop()

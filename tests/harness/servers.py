@@ -39,8 +39,10 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 def kit_image() -> str:
-    """The image reference the kit pulls, read from the kit's own group_data (one source of truth)."""
+    """The image reference the kit pulls, read from the kit's own group_data (one source of
+    truth)."""
     from laguna_kit import settings
+
     return settings.defaults()["vllm_image"]
 
 
@@ -57,8 +59,12 @@ class Servers:
         handler = functools.partial(_QuietHandler, directory=str(self.package_root))
         self.package_server = ThreadingHTTPServer(("0.0.0.0", PACKAGE_PORT), handler)
         self.package_server.daemon_threads = True
-        threading.Thread(target=self.package_server.serve_forever, name="packages", daemon=True).start()
-        self.hub_server, self.hub = standin_hub.serve("0.0.0.0", HUB_PORT, standin_hub.default_repos(HUB_TOKEN))
+        threading.Thread(
+            target=self.package_server.serve_forever, name="packages", daemon=True
+        ).start()
+        self.hub_server, self.hub = standin_hub.serve(
+            "0.0.0.0", HUB_PORT, standin_hub.default_repos(HUB_TOKEN)
+        )
         self._start_registry()
         ensure_standin_image()
         return self
@@ -67,20 +73,31 @@ class Servers:
         store = cache_dir() / "registry"
         store.mkdir(exist_ok=True)
         conf = run_dir() / "registry.yml"
-        conf.write_text(json.dumps({  # YAML is a superset of JSON
-            "version": 0.1, "log": {"level": "warn"},
-            "storage": {"filesystem": {"rootdirectory": str(store)}, "delete": {"enabled": True}},
-            "http": {"addr": f"0.0.0.0:{REGISTRY_PORT}"},
-        }))
+        conf.write_text(
+            json.dumps(
+                {  # YAML is a superset of JSON
+                    "version": 0.1,
+                    "log": {"level": "warn"},
+                    "storage": {
+                        "filesystem": {"rootdirectory": str(store)},
+                        "delete": {"enabled": True},
+                    },
+                    "http": {"addr": f"0.0.0.0:{REGISTRY_PORT}"},
+                }
+            )
+        )
         log = (run_dir() / "registry.log").open("ab")
-        self.registry = subprocess.Popen(["docker-registry", "serve", str(conf)], stdout=log, stderr=log,
-                                         start_new_session=True)
+        self.registry = subprocess.Popen(
+            ["docker-registry", "serve", str(conf)], stdout=log, stderr=log, start_new_session=True
+        )
         (run_dir() / "registry.pid").write_text(str(self.registry.pid))
         _wait_http(f"http://127.0.0.1:{REGISTRY_PORT}/v2/", 20, "docker-registry")
         time.sleep(0.3)
         if self.registry.poll() is not None:  # something else answered: the port is taken
-            raise HarnessError(f"docker-registry exited ({self.registry.returncode}); port {REGISTRY_PORT} "
-                               f"in use? see {run_dir() / 'registry.log'}")
+            raise HarnessError(
+                f"docker-registry exited ({self.registry.returncode}); port {REGISTRY_PORT} "
+                f"in use? see {run_dir() / 'registry.log'}"
+            )
 
     def urls(self, box) -> dict:
         """What a box uses to reach the servers (its control-link gateway address)."""
@@ -91,7 +108,9 @@ class Servers:
             "nvidia_repo": f"{base}:{PACKAGE_PORT}/nvidia/stable/deb",
             "nvidia_key": f"{base}:{PACKAGE_PORT}/nvidia/gpgkey",
             "tailscale_repo": f"{base}:{PACKAGE_PORT}/tailscale/stable/debian",
-            "tailscale_key": f"{base}:{PACKAGE_PORT}/tailscale/stable/debian/{rootfs.SUITE}.noarmor.gpg",
+            "tailscale_key": (
+                f"{base}:{PACKAGE_PORT}/tailscale/stable/debian/{rootfs.SUITE}.noarmor.gpg"
+            ),
             "pip_index": f"{base}:{PACKAGE_PORT}/pypi/simple",
             "hf_endpoint": f"{base}:{HUB_PORT}",
             "registry_mirror": f"{base}:{REGISTRY_PORT}",
@@ -128,23 +147,40 @@ def ensure_standin_image() -> None:
     """Build the stand-in vLLM image and push it to the registry, unless the same one is there."""
     ref = kit_image()
     repo, tag = ref.rsplit(":", 1)
-    digest = hashlib.sha256(STANDIN_VLLM.read_bytes() + str(rootfs.image_rootfs()).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(
+        STANDIN_VLLM.read_bytes() + str(rootfs.image_rootfs()).encode()
+    ).hexdigest()[:16]
     stamp = cache_dir() / "registry" / ".standin-image"
     if stamp.exists() and stamp.read_text() == f"{ref} {digest}\n" and _registry_has(repo, tag):
         return
     base = rootfs.image_rootfs()
     tar_path = cache_dir() / "standin-image.tar"
     with tarfile.open(tar_path, "w") as tar:
-        skip = {"usr/share/doc", "usr/share/man", "usr/share/locale", "var/cache/apt", "var/lib/apt/lists"}
+        skip = {
+            "usr/share/doc",
+            "usr/share/man",
+            "usr/share/locale",
+            "var/cache/apt",
+            "var/lib/apt/lists",
+        }
         for item in sorted(base.iterdir()):
             if item.name not in (".complete", "proc", "sys", "dev"):
                 tar.add(item, arcname=item.name, filter=lambda ti: None if ti.name in skip else ti)
         tar.add(STANDIN_VLLM, arcname="opt/standin/vllm_standin.py")
     with _host_dockerd() as docker:
         target = f"127.0.0.1:{REGISTRY_PORT}/{repo}:{tag}"
-        _check(docker + ["import", "--change", 'ENTRYPOINT ["python3", "/opt/standin/vllm_standin.py"]',
-                         "--change", "LABEL org.opencontainers.image.title=laguna-kit-standin-vllm",
-                         str(tar_path), target])
+        _check(
+            docker
+            + [
+                "import",
+                "--change",
+                'ENTRYPOINT ["python3", "/opt/standin/vllm_standin.py"]',
+                "--change",
+                "LABEL org.opencontainers.image.title=laguna-kit-standin-vllm",
+                str(tar_path),
+                target,
+            ]
+        )
         _check(docker + ["push", "-q", target])
     tar_path.unlink()
     stamp.write_text(f"{ref} {digest}\n")
@@ -152,8 +188,11 @@ def ensure_standin_image() -> None:
 
 def _registry_has(repo: str, tag: str) -> bool:
     try:
-        req = urllib.request.Request(f"http://127.0.0.1:{REGISTRY_PORT}/v2/{repo}/manifests/{tag}", method="HEAD",
-                                     headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{REGISTRY_PORT}/v2/{repo}/manifests/{tag}",
+            method="HEAD",
+            headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"},
+        )
         return urllib.request.urlopen(req, timeout=5).status == 200
     except OSError:
         return False
@@ -171,16 +210,33 @@ class _host_dockerd:
 
     def __enter__(self) -> list[str]:
         if not shutil.which("dockerd"):
-            raise HarnessError("dockerd not found: install Debian's docker.io (scripts/setup.sh does)")
+            raise HarnessError(
+                "dockerd not found: install Debian's docker.io (scripts/setup.sh does)"
+            )
         self.root = run_dir() / "host-docker"
         self.root.mkdir(exist_ok=True)
         sock = self.root / "docker.sock"
         self.log = (self.root / "dockerd.log").open("ab")
         self.proc = subprocess.Popen(
-            ["dockerd", "--data-root", str(cache_dir() / "host-docker"), "--exec-root", str(self.root / "exec"),
-             "--pidfile", str(self.root / "docker.pid"), "--host", f"unix://{sock}", "--storage-driver=vfs",
-             "--iptables=false", "--ip6tables=false", "--bridge=none"],
-            stdout=self.log, stderr=self.log, start_new_session=True)
+            [
+                "dockerd",
+                "--data-root",
+                str(cache_dir() / "host-docker"),
+                "--exec-root",
+                str(self.root / "exec"),
+                "--pidfile",
+                str(self.root / "docker.pid"),
+                "--host",
+                f"unix://{sock}",
+                "--storage-driver=vfs",
+                "--iptables=false",
+                "--ip6tables=false",
+                "--bridge=none",
+            ],
+            stdout=self.log,
+            stderr=self.log,
+            start_new_session=True,
+        )
         docker = ["docker", "-H", f"unix://{sock}"]
         deadline = time.monotonic() + 60
         while subprocess.run(docker + ["info"], capture_output=True).returncode != 0:
@@ -196,4 +252,6 @@ class _host_dockerd:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.log.close()
-        shutil.rmtree(cache_dir() / "host-docker", ignore_errors=True)  # only the registry copy is kept
+        shutil.rmtree(
+            cache_dir() / "host-docker", ignore_errors=True
+        )  # only the registry copy is kept

@@ -10,7 +10,8 @@ Test controls (not part of the hub API), under ``/_standin/``:
 - ``POST faults``      JSON ``{"cut": {"<path>": bytes}}``: the next download of that file is cut
                        after that many bytes (a killed transfer), ``{"corrupt": {"<path>": true}}``:
                        served bytes are flipped while the metadata stays right (a bad mirror),
-                       ``{"slow": {"<path>": bytes_per_second}}``: that file is served slowly until the
+                       ``{"slow": {"<path>": bytes_per_second}}``: that file is served slowly until
+                       the
                        next reset (a long transfer to interrupt).
 """
 
@@ -37,7 +38,11 @@ def safetensors_bytes(tensors: dict[str, bytes]) -> bytes:
     """A valid safetensors file: u64 header length, JSON header, then the raw tensor data (U8)."""
     header, offset, data = {}, 0, b""
     for name, raw in tensors.items():
-        header[name] = {"dtype": "U8", "shape": [len(raw)], "data_offsets": [offset, offset + len(raw)]}
+        header[name] = {
+            "dtype": "U8",
+            "shape": [len(raw)],
+            "data_offsets": [offset, offset + len(raw)],
+        }
         offset += len(raw)
         data += raw
     header["__metadata__"] = {"format": "pt"}
@@ -63,9 +68,16 @@ def make_target(shards: int = 15, shard_bytes: int = 1 << 20) -> dict[str, bytes
         weight_map[tensor] = name
     total = sum(len(v) for v in files.values())
     files["model.safetensors.index.json"] = json.dumps(
-        {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2).encode()
-    files["config.json"] = json.dumps({"architectures": ["LagunaForCausalLM"], "model_type": "laguna",
-                                       "standin": True, "quantization_config": {"bits": 4}}).encode()
+        {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2
+    ).encode()
+    files["config.json"] = json.dumps(
+        {
+            "architectures": ["LagunaForCausalLM"],
+            "model_type": "laguna",
+            "standin": True,
+            "quantization_config": {"bits": 4},
+        }
+    ).encode()
     files["tokenizer.json"] = b'{"version": "1.0", "standin": true}'
     files["README.md"] = b"# STAND-IN Laguna-S-2.1-INT4 (laguna-kit test harness)\n"
     return files
@@ -73,9 +85,12 @@ def make_target(shards: int = 15, shard_bytes: int = 1 << 20) -> dict[str, bytes
 
 def make_drafter(shard_bytes: int = 1 << 19) -> dict[str, bytes]:
     return {
-        "model.safetensors": safetensors_bytes({"dflash.weight_packed": _pseudo_random("drafter", shard_bytes)}),
-        "config.json": json.dumps({"architectures": ["DFlashDraftModel"], "standin": True,
-                                   "target_commit": TARGET_COMMIT}).encode(),
+        "model.safetensors": safetensors_bytes(
+            {"dflash.weight_packed": _pseudo_random("drafter", shard_bytes)}
+        ),
+        "config.json": json.dumps(
+            {"architectures": ["DFlashDraftModel"], "standin": True, "target_commit": TARGET_COMMIT}
+        ).encode(),
         "README.md": b"# STAND-IN Laguna-S-2.1-DFlash-INT4 (laguna-kit test harness)\n",
     }
 
@@ -95,8 +110,11 @@ class Repo:
     def __post_init__(self):
         for path, data in self.files.items():
             lfs = path.endswith(LFS_SUFFIXES)
-            self.meta[path] = {"size": len(data), "oid": git_blob_sha1(data),
-                               "sha256": hashlib.sha256(data).hexdigest() if lfs else None}
+            self.meta[path] = {
+                "size": len(data),
+                "oid": git_blob_sha1(data),
+                "sha256": hashlib.sha256(data).hexdigest() if lfs else None,
+            }
 
     def entry(self, path: str) -> dict:
         m = self.meta[path]
@@ -247,10 +265,24 @@ class Handler(BaseHTTPRequestHandler):
         repo = self.hub.at(repo, commit)
         blobs = query.get("blobs", ["false"])[0].lower() in ("1", "true")
         siblings = [repo.sibling(p) if blobs else {"rfilename": p} for p in sorted(repo.files)]
-        self._json({"_id": repo_id, "id": repo_id, "modelId": repo_id, "author": repo_id.split("/")[0],
-                    "sha": commit, "private": False, "disabled": False, "gated": bool(repo.gated_token),
-                    "downloads": 0, "likes": 0, "tags": ["standin"], "siblings": siblings,
-                    "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z"})
+        self._json(
+            {
+                "_id": repo_id,
+                "id": repo_id,
+                "modelId": repo_id,
+                "author": repo_id.split("/")[0],
+                "sha": commit,
+                "private": False,
+                "disabled": False,
+                "gated": bool(repo.gated_token),
+                "downloads": 0,
+                "likes": 0,
+                "tags": ["standin"],
+                "siblings": siblings,
+                "lastModified": "2026-01-01T00:00:00.000Z",
+                "createdAt": "2026-01-01T00:00:00.000Z",
+            }
+        )
 
     def tree(self, repo_id, revision, prefix):
         repo = self._repo(repo_id)
@@ -259,7 +291,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.hub.resolve(repo, revision) is None:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
         repo = self.hub.at(repo, self.hub.resolve(repo, revision))
-        self._json([repo.entry(p) for p in sorted(repo.files) if not prefix or p.startswith(prefix + "/")])
+        self._json(
+            [repo.entry(p) for p in sorted(repo.files) if not prefix or p.startswith(prefix + "/")]
+        )
 
     def paths_info(self, repo_id, revision, paths):
         repo = self._repo(repo_id)
@@ -279,7 +313,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
         repo = self.hub.at(repo, commit)
         if filename not in repo.files:
-            return self._error(404, "EntryNotFound", f"{filename} does not exist at {commit}", )
+            return self._error(
+                404,
+                "EntryNotFound",
+                f"{filename} does not exist at {commit}",
+            )
         data, meta = repo.files[filename], repo.meta[filename]
         etag = meta["sha256"] or meta["oid"]
         start, end, status = 0, len(data) - 1, 200
@@ -309,7 +347,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
-        chunk = data[start:end + 1]
+        chunk = data[start : end + 1]
         key = f"{repo_id}/{filename}"
         with self.hub.lock:
             cut = self.hub.cut.pop(filename, None)
@@ -317,12 +355,14 @@ class Handler(BaseHTTPRequestHandler):
             if filename in self.hub.corrupt:
                 chunk = bytes(b ^ 0xFF for b in chunk[:64]) + chunk[64:]
         if cut is not None:
-            chunk = chunk[:max(cut - start, 0)]
+            chunk = chunk[: max(cut - start, 0)]
         try:
             for i in range(0, len(chunk), 1 << 16):
-                self.wfile.write(chunk[i:i + (1 << 16)])
+                self.wfile.write(chunk[i : i + (1 << 16)])
                 with self.hub.lock:
-                    self.hub.served[key] = self.hub.served.get(key, 0) + len(chunk[i:i + (1 << 16)])
+                    self.hub.served[key] = self.hub.served.get(key, 0) + len(
+                        chunk[i : i + (1 << 16)]
+                    )
                 if rate:
                     time.sleep((1 << 16) / rate)
         except (BrokenPipeError, ConnectionResetError):
@@ -334,8 +374,10 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def default_repos(token: str | None = None, shard_bytes: int = 1 << 20) -> list[Repo]:
-    return [Repo(TARGET_REPO, TARGET_COMMIT, make_target(shard_bytes=shard_bytes), token),
-            Repo(DRAFTER_REPO, DRAFTER_COMMIT, make_drafter(), token)]
+    return [
+        Repo(TARGET_REPO, TARGET_COMMIT, make_target(shard_bytes=shard_bytes), token),
+        Repo(DRAFTER_REPO, DRAFTER_COMMIT, make_drafter(), token),
+    ]
 
 
 def serve(host: str, port: int, repos: list[Repo]) -> tuple[ThreadingHTTPServer, Hub]:

@@ -53,7 +53,14 @@ SERVED = FLAGS.get("served-model-name", MODEL)
 MAX_LEN = int(FLAGS.get("max-model-len", 262144))
 SPEC = json.loads(FLAGS["speculative-config"]) if "speculative-config" in FLAGS else None
 CACHE = os.path.dirname(MODEL.rstrip("/")) if MODEL else "/"
-STATE = {"dead": False, "drafts": 0, "draft_tokens": 0, "accepted": 0, "prompt_tokens": 0, "gen_tokens": 0}
+STATE = {
+    "dead": False,
+    "drafts": 0,
+    "draft_tokens": 0,
+    "accepted": 0,
+    "prompt_tokens": 0,
+    "gen_tokens": 0,
+}
 LOCK = threading.Lock()
 
 
@@ -107,7 +114,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def error(self, status, message, kind="BadRequestError"):
-        self.send_json({"object": "error", "message": message, "type": kind, "param": None, "code": status}, status)
+        self.send_json(
+            {"object": "error", "message": message, "type": kind, "param": None, "code": status},
+            status,
+        )
 
     def do_GET(self):
         if self.path == "/health":
@@ -117,9 +127,22 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif self.path == "/v1/models":
-            self.send_json({"object": "list", "data": [{
-                "id": SERVED, "object": "model", "created": int(START), "owned_by": "vllm", "root": MODEL,
-                "parent": None, "max_model_len": MAX_LEN}]})
+            self.send_json(
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": SERVED,
+                            "object": "model",
+                            "created": int(START),
+                            "owned_by": "vllm",
+                            "root": MODEL,
+                            "parent": None,
+                            "max_model_len": MAX_LEN,
+                        }
+                    ],
+                }
+            )
         elif self.path == "/metrics":
             with LOCK:
                 s = dict(STATE)
@@ -134,9 +157,11 @@ class Handler(BaseHTTPRequestHandler):
                     "# TYPE vllm:spec_decode_num_drafts_total counter",
                     f'vllm:spec_decode_num_drafts_total{{model_name="{SERVED}"}} {s["drafts"]}.0',
                     "# TYPE vllm:spec_decode_num_draft_tokens_total counter",
-                    f'vllm:spec_decode_num_draft_tokens_total{{model_name="{SERVED}"}} {s["draft_tokens"]}.0',
+                    f'vllm:spec_decode_num_draft_tokens_total{{model_name="{SERVED}"}} '
+                    f"{s['draft_tokens']}.0",
                     "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
-                    f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{SERVED}"}} {s["accepted"]}.0',
+                    f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{SERVED}"}} '
+                    f"{s['accepted']}.0",
                 ]
             body = ("\n".join(lines) + "\n").encode()
             self.send_response(200)
@@ -165,27 +190,43 @@ class Handler(BaseHTTPRequestHandler):
 
     def complete(self, req, text, chat):
         if req.get("model") != SERVED:
-            return self.error(404, f"The model `{req.get('model')}` does not exist.", "NotFoundError")
+            return self.error(
+                404, f"The model `{req.get('model')}` does not exist.", "NotFoundError"
+            )
         prompt_tokens = count_tokens(text) + (4 if chat else 0)
         max_tokens = int(req.get("max_tokens") or 16)
         if prompt_tokens + max_tokens > MAX_LEN:
-            return self.error(400, f"This model's maximum context length is {MAX_LEN} tokens. However, you "
-                                   f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the "
-                                   f"messages, {max_tokens} in the completion).")
+            return self.error(
+                400,
+                f"This model's maximum context length is {MAX_LEN} tokens. However, you "
+                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the "
+                f"messages, {max_tokens} in the completion).",
+            )
         limit = faults().get("oom_prompt_over")
         if limit is not None and prompt_tokens > int(limit):
-            log("ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.12 GiB "
-                "(standin: Marlin MoE workspace at long prefill)")
+            log(
+                "ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.12 GiB "
+                "(standin: Marlin MoE workspace at long prefill)"
+            )
             STATE["dead"] = True
-            self.error(500, "EngineDeadError: engine core died (CUDA out of memory)", "InternalServerError")
+            self.error(
+                500, "EngineDeadError: engine core died (CUDA out of memory)", "InternalServerError"
+            )
             threading.Timer(0.5, lambda: os._exit(1)).start()
             return
         words = reply_for(text).split() if chat else (["x"] * max_tokens)
-        words = (words * (max_tokens // max(len(words), 1) + 1))[:max_tokens] if not chat else words[:max_tokens]
+        words = (
+            (words * (max_tokens // max(len(words), 1) + 1))[:max_tokens]
+            if not chat
+            else words[:max_tokens]
+        )
         finish = "length" if len(words) >= max_tokens else "stop"
         out = " ".join(words)
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
-                 "total_tokens": prompt_tokens + len(words)}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": len(words),
+            "total_tokens": prompt_tokens + len(words),
+        }
         with LOCK:
             STATE["prompt_tokens"] += prompt_tokens
             STATE["gen_tokens"] += len(words)
@@ -194,9 +235,19 @@ class Handler(BaseHTTPRequestHandler):
         obj = "chat.completion" if chat else "text_completion"
         if not req.get("stream"):
             choice = {"index": 0, "finish_reason": finish, "logprobs": None}
-            choice.update({"message": {"role": "assistant", "content": out}} if chat else {"text": out})
-            return self.send_json({"id": rid, "object": obj, "created": int(time.time()), "model": SERVED,
-                                   "choices": [choice], "usage": usage})
+            choice.update(
+                {"message": {"role": "assistant", "content": out}} if chat else {"text": out}
+            )
+            return self.send_json(
+                {
+                    "id": rid,
+                    "object": obj,
+                    "created": int(time.time()),
+                    "model": SERVED,
+                    "choices": [choice],
+                    "usage": usage,
+                }
+            )
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -206,8 +257,13 @@ class Handler(BaseHTTPRequestHandler):
         obj_chunk = "chat.completion.chunk" if chat else "text_completion"
 
         def event(choices, use=None):
-            payload = {"id": rid, "object": obj_chunk, "created": int(time.time()), "model": SERVED,
-                       "choices": choices}
+            payload = {
+                "id": rid,
+                "object": obj_chunk,
+                "created": int(time.time()),
+                "model": SERVED,
+                "choices": choices,
+            }
             if use is not None:
                 payload["usage"] = use
             self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
@@ -215,10 +271,16 @@ class Handler(BaseHTTPRequestHandler):
 
         for i, w in enumerate(words):
             piece = (" " if i else "") + w
-            event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}] if chat
-                  else [{"index": 0, "text": piece, "finish_reason": None}])
-        event([{"index": 0, "delta": {}, "finish_reason": finish}] if chat
-              else [{"index": 0, "text": "", "finish_reason": finish}])
+            event(
+                [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]
+                if chat
+                else [{"index": 0, "text": piece, "finish_reason": None}]
+            )
+        event(
+            [{"index": 0, "delta": {}, "finish_reason": finish}]
+            if chat
+            else [{"index": 0, "text": "", "finish_reason": finish}]
+        )
         if (req.get("stream_options") or {}).get("include_usage"):
             event([], usage)
         self.wfile.write(b"data: [DONE]\n\n")
@@ -230,12 +292,17 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: (log("shutting down (SIGTERM)"), os._exit(0)))
     for label, path in (("model", MODEL), ("speculative model", (SPEC or {}).get("model"))):
         if path and not os.path.isfile(os.path.join(path, "config.json")):
-            print(f"ERROR [standin] {label} path {path} has no config.json: "
-                  f"OSError: Can't load the configuration of '{path}'", flush=True)
+            print(
+                f"ERROR [standin] {label} path {path} has no config.json: "
+                f"OSError: Can't load the configuration of '{path}'",
+                flush=True,
+            )
             sys.exit(1)
     log(f"vLLM API server (standin) args: {json.dumps(sys.argv[1:])}")
-    log(f"non-default args: model={MODEL} served_model_name={SERVED} max_model_len={MAX_LEN} "
-        f"speculative_config={json.dumps(SPEC)}")
+    log(
+        f"non-default args: model={MODEL} served_model_name={SERVED} max_model_len={MAX_LEN} "
+        f"speculative_config={json.dumps(SPEC)}"
+    )
     time.sleep(float(os.environ.get("STANDIN_LOAD_SECONDS", "2")))
     log("Model loading took 17.53 GiB memory (standin)")
     log(f"GPU KV cache size: {int(MAX_LEN * 1.04):,} tokens")
@@ -243,12 +310,14 @@ def main():
     host = FLAGS.get("host", "0.0.0.0")
     port = int(FLAGS.get("port", 8000))
     if ":" in host:  # "::" = dual stack, as uvicorn binds it
+
         class Server6(ThreadingHTTPServer):
             address_family = socket.AF_INET6
 
             def server_bind(self):
                 self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
                 super().server_bind()
+
         server = Server6((host, port), Handler)
     else:
         server = ThreadingHTTPServer((host, port), Handler)

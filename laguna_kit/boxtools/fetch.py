@@ -1,0 +1,460 @@
+"""laguna-fetch: put one pinned checkpoint into a folder, every file checked against the hub's
+hashes.
+
+Installed on the box by tasks/box_tools.py, run by tasks/models.py in the kit's venv
+(huggingface_hub). The control
+machine sends the manifest it read from the hub's own metadata (path, size, LFS sha256 or git blob
+id per file); this script:
+
+- skips files whose verified-state record still matches their stat (size, mtime, inode): a
+  converged re-run hashes nothing;
+- hashes present files without a matching record;
+- downloads missing or wrong files with HTTP Range into ``.laguna-partial/<file>.part``, resuming a
+  killed transfer from the bytes on disk, and renames a file into place only after its hash
+  matched, so a half file never looks complete;
+- quarantines a mismatching file (``.laguna-quarantine/``) and fetches it once more; a second
+  mismatch fails with the file name and both hashes;
+- checks that model.safetensors.index.json names exactly the shards present;
+- checks free space before the first byte;
+- keeps another revision's folder whole for rollback (revisions.py) and hard-links the files
+  a new revision did not change;
+- offline (``--uploaded DIR``): verifies the files the control machine pushed from its mirror the
+  same way, instead of downloading.
+
+Prints one JSON summary line on stdout; errors go to stderr with exit code 2. The hub token is read
+from a 0600 file (``--token-file``), never from argv or the environment of another process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import errno
+import hashlib
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+
+from . import revisions
+from .layout import PARTIAL, QUARANTINE, VERIFIED_RECORD
+
+CHUNK = 1 << 20
+LOCK = threading.Lock()
+
+
+class FetchError(Exception):
+    pass
+
+
+def git_blob_sha1_of(path: str) -> str:
+    h = hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_of(path: str, counter: dict) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
+            counter["hashed_bytes"] += len(block)
+    return h.hexdigest()
+
+
+def content_ok(path: str, entry: dict, counter: dict) -> tuple[bool, str]:
+    """(matches, the hash found) for the hub's kind of hash: LFS sha256, else git blob sha1."""
+    if os.path.getsize(path) != entry["size"]:
+        return False, f"size {os.path.getsize(path)}"
+    if entry.get("sha256"):
+        found = sha256_of(path, counter)
+        return found == entry["sha256"], found
+    counter["hashed_bytes"] += entry["size"]
+    found = git_blob_sha1_of(path)
+    return found == entry["blob_id"], found
+
+
+def stat_record(path: str) -> dict:
+    st = os.stat(path)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+
+
+def load_state(dest: str) -> dict:
+    try:
+        with open(os.path.join(dest, VERIFIED_RECORD)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_state(dest: str, state: dict) -> None:
+    tmp = os.path.join(dest, VERIFIED_RECORD + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(state, fh, indent=1, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, os.path.join(dest, VERIFIED_RECORD))
+
+
+def recorded_ok(state: dict, revision: str, dest: str, entry: dict) -> bool:
+    rec = state.get("files", {}).get(entry["path"])
+    path = os.path.join(dest, entry["path"])
+    if not rec or state.get("revision") != revision or not os.path.isfile(path):
+        return False
+    want = entry.get("sha256") or entry["blob_id"]
+    return rec.get("hash") == want and {
+        k: rec.get(k) for k in ("size", "mtime_ns", "inode")
+    } == stat_record(path)
+
+
+class Downloader:
+    def __init__(
+        self, endpoint: str, repo: str, revision: str, token: str | None, dest: str, counter: dict
+    ):
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers, get_session
+
+        self.url = lambda path: hf_hub_url(repo, path, revision=revision, endpoint=endpoint)
+        self.headers = build_hf_headers(token=token or False, library_name="laguna-kit")
+        self.session = get_session()
+        self.dest = dest
+        self.counter = counter
+
+    def fetch(self, entry: dict) -> None:
+        """Download (resuming) into the partial folder, verify, then move into place."""
+        part = os.path.join(self.dest, PARTIAL, entry["path"] + ".part")
+        os.makedirs(os.path.dirname(part), exist_ok=True)
+        have = os.path.getsize(part) if os.path.exists(part) else 0
+        if have > entry["size"]:
+            os.unlink(part)
+            have = 0
+        if have < entry["size"]:
+            headers = dict(self.headers, **({"Range": f"bytes={have}-"} if have else {}))
+            with self.session.stream(
+                "GET", self.url(entry["path"]), headers=headers, follow_redirects=True, timeout=60
+            ) as resp:
+                if resp.status_code == 401 or resp.status_code == 403:
+                    raise FetchError(
+                        f"{entry['path']}: the hub refused the download (HTTP {resp.status_code}); "
+                        "check the token's access to this repository"
+                    )
+                if resp.status_code == 200 and have:
+                    have = 0  # the server ignored Range: start over
+                elif resp.status_code not in (200, 206):
+                    raise FetchError(f"{entry['path']}: HTTP {resp.status_code} from the hub")
+                with open(part, "r+b" if have else "wb") as fh:
+                    fh.seek(have)
+                    fh.truncate()
+                    for block in resp.iter_bytes():  # as received: a cut transfer keeps every byte
+                        fh.write(block)
+                        with LOCK:
+                            self.counter["downloaded_bytes"] += len(block)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        got = os.path.getsize(part)
+        if got != entry["size"]:
+            raise FetchError(
+                f"{entry['path']}: transfer ended at {got} of {entry['size']} bytes; re-run to "
+                f"resume"
+            )
+        place(self.dest, part, entry, self.counter)
+
+
+class Uploaded:
+    """Offline: the files the control machine pushed from its mirror, verified exactly like
+    downloads."""
+
+    def __init__(self, upload_dir: str, dest: str, counter: dict):
+        self.upload_dir, self.dest, self.counter = upload_dir, dest, counter
+
+    def fetch(self, entry: dict) -> None:
+        src = os.path.join(self.upload_dir, entry["path"])
+        if not os.path.isfile(src):
+            raise FetchError(f"{entry['path']}: not among the files pushed from the mirror")
+        if os.path.getsize(src) != entry["size"]:
+            raise FetchError(
+                f"{entry['path']}: the mirror's copy is {os.path.getsize(src)} bytes, the hub "
+                f"recorded "
+                f"{entry['size']}: fix the mirror (scripts/mirror_checkpoints.py checks it)"
+            )
+        try:
+            place(self.dest, src, entry, self.counter)
+        except HashMismatch as exc:
+            want = entry.get("sha256") or entry["blob_id"]
+            raise FetchError(
+                f"{entry['path']}: the mirror's copy has hash {exc.found}, the hub recorded "
+                f"{want}: "
+                "quarantined; fix the mirror (scripts/mirror_checkpoints.py checks it)"
+            ) from None
+
+
+def place(dest: str, part: str, entry: dict, counter: dict) -> None:
+    """Move a complete file into place only after its hash matched: a bad one is quarantined."""
+    ok, found = content_ok(part, entry, counter)
+    if not ok:
+        quarantine(dest, part, entry["path"] + ".download")
+        raise HashMismatch(entry, found)
+    final = os.path.join(dest, entry["path"])
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    os.chmod(part, 0o644)
+    os.replace(part, final)
+
+
+class HashMismatch(FetchError):
+    def __init__(self, entry, found):
+        self.entry, self.found = entry, found
+        want = entry.get("sha256") or entry["blob_id"]
+        super().__init__(f"{entry['path']}: hash {found} does not match the hub's {want}")
+
+
+def quarantine(dest: str, path: str, name: str) -> str:
+    qdir = os.path.join(dest, QUARANTINE)
+    os.makedirs(qdir, exist_ok=True)
+    target = os.path.join(qdir, f"{name.replace('/', '__')}.{int(time.time())}")
+    os.replace(path, target)
+    return target
+
+
+def disk_full(dest: str, entry: dict) -> FetchError:
+    """ENOSPC mid-transfer, with the numbers: the part file stays where it never looks complete."""
+    part = os.path.join(dest, PARTIAL, entry["path"] + ".part")
+    got = os.path.getsize(part) if os.path.exists(part) else 0
+    free = shutil.disk_usage(dest).free
+    return FetchError(
+        f"{entry['path']}: disk full at {dest} ({free >> 20} MiB free) after {got} of "
+        f"{entry['size']} "
+        f"bytes; the part stays in {PARTIAL}/ and is never taken for the file: free at least "
+        f"{(entry['size'] - got + (1 << 20) - 1) >> 20} MiB more and re-run to resume"
+    )
+
+
+def check_index(dest: str, manifest: list[dict]) -> None:
+    names = {e["path"] for e in manifest}
+    index_name = "model.safetensors.index.json"
+    shards = {n for n in names if n.endswith(".safetensors")}
+    if index_name not in names:
+        return
+    with open(os.path.join(dest, index_name)) as fh:
+        referenced = set(json.load(fh).get("weight_map", {}).values())
+    missing = sorted(referenced - {n for n in shards if os.path.isfile(os.path.join(dest, n))})
+    if missing:
+        raise FetchError(f"{index_name} names shards that are not present: {', '.join(missing)}")
+    unreferenced = sorted(shards - referenced)
+    if unreferenced:
+        raise FetchError(f"{index_name} does not name these shards: {', '.join(unreferenced)}")
+
+
+def link_unchanged_files(dest: str, manifest: list[dict], files_state: dict) -> int:
+    """Hard-link files whose hash is unchanged from a kept revision: a new revision downloads only
+    what really changed. Files are only ever replaced by rename, never written in place, so sharing
+    an inode is safe; a changed stat still means a re-hash."""
+    linked = 0
+    for old in revisions.stashed(dest):
+        old_state = load_state(old)
+        by_hash = {rec.get("hash"): name for name, rec in old_state.get("files", {}).items()}
+        for entry in manifest:
+            want = entry.get("sha256") or entry["blob_id"]
+            path = os.path.join(dest, entry["path"])
+            name = by_hash.get(want)
+            if name is None or entry["path"] in files_state or os.path.exists(path):
+                continue
+            src = os.path.join(old, name)
+            if not recorded_ok(old_state, old_state.get("revision"), old, dict(entry, path=name)):
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.link(src, path)
+            files_state[entry["path"]] = dict(stat_record(path), hash=want)
+            linked += 1
+    return linked
+
+
+def sync(args) -> dict:
+    with open(args.manifest) as fh:
+        manifest_doc = json.load(fh)
+    manifest, revision = manifest_doc["files"], manifest_doc["revision"]
+    dest = args.dest
+    # Another revision in this folder is kept whole for the releases that need it, not overwritten.
+    selected = revisions.select_revision(dest, revision)
+    token = None
+    if args.token_file and os.path.exists(args.token_file):
+        with open(args.token_file) as fh:
+            token = fh.read().strip() or None
+    counter = {"downloaded_bytes": 0, "hashed_bytes": 0}
+    started = time.time()
+    state = load_state(dest)
+    if state.get("revision") not in (None, revision):
+        state = {}  # another revision's record proves nothing about this one
+    files_state = state.get("files", {})
+    state = {"revision": revision, "files": files_state}
+    todo, verified, repaired = [], 0, []
+    reused = link_unchanged_files(dest, manifest, files_state) if selected == "new" else 0
+
+    # Stray shards (another revision's, a renamed copy) would confuse the loader: move them aside.
+    wanted = {e["path"] for e in manifest}
+    for name in sorted(os.listdir(dest)):
+        if (
+            name.endswith(".safetensors")
+            and name not in wanted
+            and os.path.isfile(os.path.join(dest, name))
+        ):
+            quarantine(dest, os.path.join(dest, name), name)
+            repaired.append(f"{name} (not in this revision: quarantined)")
+
+    for entry in manifest:
+        path = os.path.join(dest, entry["path"])
+        if not args.rehash and recorded_ok(state, revision, dest, entry):
+            verified += 1
+            continue
+        if os.path.isfile(path):
+            ok, found = content_ok(path, entry, counter)
+            if ok:
+                files_state[entry["path"]] = dict(
+                    stat_record(path), hash=entry.get("sha256") or entry["blob_id"]
+                )
+                verified += 1
+                continue
+            quarantine(dest, path, entry["path"])
+            repaired.append(
+                f"{entry['path']} (found {found}, expected "
+                f"{entry.get('sha256') or entry['blob_id']}: quarantined, fetched again)"
+            )
+        todo.append(entry)
+
+    uploaded = getattr(args, "uploaded", None)
+    need = 0
+    for entry in todo if not uploaded else ():  # pushed files are on this filesystem already
+        part = os.path.join(dest, PARTIAL, entry["path"] + ".part")
+        need += entry["size"] - (
+            min(os.path.getsize(part), entry["size"]) if os.path.exists(part) else 0
+        )
+    free = shutil.disk_usage(dest).free
+    margin = args.margin_mib << 20
+    if need and free < need + margin:
+        raise FetchError(
+            f"not enough space at {dest}: {free >> 20} MiB free, {need >> 20} MiB still to "
+            f"download "
+            f"plus {args.margin_mib} MiB margin; nothing was downloaded"
+        )
+
+    if todo:
+        dl = (
+            Uploaded(uploaded, dest, counter)
+            if uploaded
+            else Downloader(args.endpoint, args.repo, revision, token, dest, counter)
+        )
+
+        def one(entry):
+            try:
+                fetch_once(entry)
+            except FetchError:
+                raise
+            except Exception as exc:  # an interrupted transfer: keep the bytes, say how to resume
+                if getattr(exc, "errno", None) == errno.ENOSPC:
+                    raise disk_full(dest, entry) from None
+                raise FetchError(
+                    f"{entry['path']}: transfer interrupted ({exc}); the bytes received are "
+                    "kept: re-run to resume"
+                ) from None
+
+        def fetch_once(entry):
+            try:
+                dl.fetch(entry)
+            except HashMismatch as first:
+                try:
+                    dl.fetch(entry)  # once more, from scratch (the bad download was quarantined)
+                except HashMismatch as second:
+                    want = entry.get("sha256") or entry["blob_id"]
+                    raise FetchError(
+                        f"{entry['path']}: fetched twice, both wrong: got {first.found} then "
+                        f"{second.found}, the hub's hash is {want}"
+                    ) from None
+                repaired.append(f"{entry['path']} (download had {first.found}: fetched again)")
+            path = os.path.join(dest, entry["path"])
+            with LOCK:
+                files_state[entry["path"]] = dict(
+                    stat_record(path), hash=entry.get("sha256") or entry["blob_id"]
+                )
+                # Recorded as each file lands: a reboot mid-fetch costs no re-hash of finished
+                # files.
+                save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
+
+        errors = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+            for fut in [pool.submit(one, e) for e in todo]:
+                try:
+                    fut.result()
+                except (FetchError, OSError) as exc:
+                    errors.append(str(exc))
+        try:
+            save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
+        except OSError:
+            if not errors:
+                raise
+            # (a full disk cannot take the record either; each landed file recorded itself already)
+        if errors:
+            raise FetchError("; ".join(errors))
+    else:
+        save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
+    shutil.rmtree(os.path.join(dest, PARTIAL), ignore_errors=True)
+    if uploaded:
+        shutil.rmtree(uploaded, ignore_errors=True)
+    check_index(dest, manifest)
+    return dict(
+        counter,
+        files=len(manifest),
+        verified_without_download=verified,
+        fetched=len(todo),
+        repaired=repaired,
+        reused_from_other_revisions=reused,
+        started=round(started, 3),
+        finished=round(time.time(), 3),
+    )
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repo", required=True)
+    p.add_argument(
+        "--manifest", required=True, help="JSON from the control machine: revision + files"
+    )
+    p.add_argument("--dest", required=True)
+    p.add_argument("--endpoint", help="the hub (or a mirror of its HTTP API)")
+    p.add_argument(
+        "--uploaded",
+        help="offline: verify the files pushed into this folder instead of downloading",
+    )
+    p.add_argument("--token-file")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--margin-mib", type=int, default=1024)
+    p.add_argument(
+        "--rehash", action="store_true", help="ignore the verification record: hash every file"
+    )
+    args = p.parse_args(argv)
+    try:
+        summary = sync(args)
+    except FetchError as exc:
+        print(f"laguna-fetch: {args.repo}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = exc.filename or args.dest
+        if exc.errno == errno.ENOSPC:
+            free = shutil.disk_usage(args.dest).free >> 20 if os.path.isdir(args.dest) else "?"
+            print(
+                f"laguna-fetch: {args.repo}: disk full at {args.dest} ({free} MiB free) writing "
+                f"{where}: free "
+                "space and re-run (verified files are kept)",
+                file=sys.stderr,
+            )
+        else:
+            print(f"laguna-fetch: {args.repo}: {exc.strerror or exc} ({where})", file=sys.stderr)
+        return 2
+    print(json.dumps(dict(summary, repo=args.repo)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

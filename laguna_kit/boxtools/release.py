@@ -1,0 +1,287 @@
+"""laguna-release: numbered releases of the serving unit on this box, and switching between them.
+
+    laguna_release.py list                    releases, the current one marked
+    laguna_release.py state --json            state, current release, last gate, unit (for the
+    deploy)
+    laguna_release.py install-incoming        number the release the deploy uploaded and activate it
+    laguna_release.py activate N              run release N
+    laguna_release.py rollback [--to N]       run the previous release (or N)
+    laguna_release.py validate [--auto-rollback]
+                                              run the gate on the current release; on failure roll
+                                              back, validate the restored release, and fail
+    laguna_release.py stop                    stop serving (the unit stays installed)
+
+A release folder holds release.json (what ran: mode, image digest, revisions, flags, time) and the
+unit file. This module is the only reader and writer of that layout; the deploy asks it
+(`state --json`). Activating installs the unit, runs `systemctl daemon-reload` only when the unit
+file really changed (a reload can detach GPUs from running containers), and restarts the service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from . import revisions
+from .layout import STASH, UNIT_DIR, gate_result, releases_dir
+
+
+class ReleaseError(Exception):
+    pass
+
+
+class Releases:
+    def __init__(self, kit_dir: str, unit: str):
+        self.kit_dir = kit_dir
+        self.root = releases_dir(kit_dir)
+        self.unit = unit
+        self.state_path = os.path.join(self.root, "state.json")
+
+    def state(self) -> dict:
+        try:
+            with open(self.state_path) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return {"current": None, "previous": None, "history": []}
+
+    def save(self, state: dict) -> None:
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(state, fh, indent=1)
+        os.replace(tmp, self.state_path)
+
+    def numbers(self) -> list[int]:
+        if not os.path.isdir(self.root):
+            return []
+        return sorted(int(n) for n in os.listdir(self.root) if n.isdigit())
+
+    def folder(self, n: int) -> str:
+        return os.path.join(self.root, f"{n:04d}")
+
+    def meta(self, n: int) -> dict:
+        with open(os.path.join(self.folder(n), "release.json")) as fh:
+            return json.load(fh)
+
+    def current_meta(self) -> dict:
+        """release.json of the current release ({} when there is none or it is unreadable)."""
+        n = self.state().get("current")
+        try:
+            return self.meta(n) if n is not None else {}
+        except (OSError, ValueError):
+            return {}
+
+    def snapshot(self) -> dict:
+        """What the deploy needs to judge this box: state, current release, last gate, unit."""
+        try:
+            with open(gate_result(self.kit_dir)) as fh:
+                gate = json.load(fh)
+        except (OSError, ValueError):
+            gate = {}
+        props = dict(
+            line.split("=", 1)
+            for line in capture(
+                "systemctl",
+                "show",
+                self.unit,
+                "-p",
+                "ActiveState",
+                "-p",
+                "ActiveEnterTimestamp",
+                "--timestamp=unix",
+            ).splitlines()
+            if "=" in line
+        )
+        since = props.get("ActiveEnterTimestamp", "").lstrip("@")
+        return {
+            "state": self.state() if os.path.exists(self.state_path) else {},
+            "current": self.current_meta(),
+            "gate": gate,
+            "unit": {
+                "active": props.get("ActiveState") == "active",
+                "since": int(since) if since.isdigit() else None,
+            },
+        }
+
+    def install_incoming(self) -> int:
+        incoming = os.path.join(self.root, "incoming")
+        if not os.path.isdir(incoming):
+            raise ReleaseError("no incoming release to install")
+        n = (self.numbers() or [0])[-1] + 1
+        meta_path = os.path.join(incoming, "release.json")
+        with open(meta_path) as fh:
+            meta = json.load(fh)
+        meta.update(number=n, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        with open(meta_path, "w") as fh:
+            json.dump(meta, fh, indent=1)
+        unit_path = os.path.join(incoming, self.unit)
+        with open(unit_path) as fh:
+            text = fh.read().replace("@RELEASE@", str(n))
+        with open(unit_path, "w") as fh:
+            fh.write(text)
+        os.rename(incoming, self.folder(n))
+        self.activate(n)
+        return n
+
+    def activate(self, n: int) -> None:
+        if n not in self.numbers():
+            raise ReleaseError(f"no release {n}; have {self.numbers()}")
+        checkpoints = self.meta(n).get("spec", {}).get("checkpoints", [])
+        for ck in checkpoints:  # refuse before anything moves when a needed revision is gone
+            if not revisions.available(ck["dest"], ck["revision"]):
+                raise ReleaseError(
+                    f"release {n} needs {ck['dest']} at {ck['revision']}, which is not on "
+                    "this box (pruned, or never fetched here): run deploy.py with that "
+                    "revision pinned to fetch it"
+                )
+        for ck in checkpoints:
+            if revisions.select_revision(ck["dest"], ck["revision"]) == "restored":
+                print(f"{ck['dest']}: revision {ck['revision'][:12]} restored from {STASH}")
+        src = os.path.join(self.folder(n), self.unit)
+        dest = os.path.join(UNIT_DIR, self.unit)
+        with open(src) as fh:
+            wanted = fh.read()
+        try:
+            with open(dest) as fh:
+                changed = fh.read() != wanted
+        except FileNotFoundError:
+            changed = True
+        if changed:
+            tmp = dest + ".laguna-tmp"
+            with open(tmp, "w") as fh:
+                fh.write(wanted)
+            os.replace(tmp, dest)
+            run("systemctl", "daemon-reload")
+        run("systemctl", "enable", "--quiet", self.unit)
+        run("systemctl", "reset-failed", self.unit, check=False)
+        run("systemctl", "restart", self.unit)
+        state = self.state()
+        if state.get("current") != n:
+            state["previous"] = state.get("current")
+        state["current"] = n
+        state.setdefault("history", []).append(
+            {"release": n, "activated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        )
+        self.save(state)
+        print(f"release {n} active ({self.meta(n).get('mode')}, {self.meta(n).get('image')})")
+
+    def rollback(self, to: int | None) -> int:
+        state = self.state()
+        target = to if to is not None else state.get("previous")
+        if target is None:
+            current = state.get("current")
+            older = [n for n in self.numbers() if current is None or n < current]
+            target = older[-1] if older else None
+        if target is None:
+            raise ReleaseError("no previous release to roll back to")
+        if target == state.get("current"):
+            raise ReleaseError(f"release {target} is already current")
+        self.activate(target)
+        print(f"rolled back to release {target}")
+        return target
+
+    def gate(self) -> bool:
+        """Run the gate (in the kit's venv) on whichever release is current; True when it passed."""
+        cmd = [
+            f"{self.kit_dir}/venv/bin/python",
+            f"{self.kit_dir}/bin/laguna_gate.py",
+            "--kit-dir",
+            self.kit_dir,
+            "--unit",
+            self.unit,
+            "--result",
+            gate_result(self.kit_dir),
+        ]
+        return subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
+
+    def validate(self, auto_rollback: bool) -> bool:
+        """The current release passes the gate, or (auto_rollback) the previous one is restored and
+        validated; either way a failed gate is a failed validation."""
+        if self.gate():
+            return True
+        if not auto_rollback:
+            return False
+        say("the gate failed: rolling back to the previous release")
+        try:
+            self.rollback(None)
+        except ReleaseError as exc:
+            print(f"laguna-release: {exc}", file=sys.stderr)
+            return False
+        if self.gate():
+            say("the previous release serves and passed the gate")
+        else:
+            say("the previous release FAILED the gate too: stop and diagnose (TROUBLESHOOTING.md)")
+        return False
+
+
+def say(msg: str) -> None:
+    print(f"laguna: {msg}", file=sys.stderr, flush=True)
+
+
+def capture(*cmd: str) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True).stdout
+
+
+def run(*cmd: str, check: bool = True) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise ReleaseError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
+
+
+def listing(rel: Releases) -> list[str]:
+    current = rel.state().get("current")
+    lines = []
+    for n in rel.numbers():
+        m = rel.meta(n)
+        lines.append(
+            f"{'*' if n == current else ' '} {n:4d}  {m.get('created')}  {m.get('mode'):14s} "
+            f"{m.get('image')}  target {str(m.get('target_revision'))[:12]}  "
+            f"drafter {str(m.get('drafter_revision'))[:12]}"
+        )
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kit-dir", default="/opt/laguna-kit")
+    p.add_argument("--unit", default="laguna-vllm.service")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list")
+    st = sub.add_parser("state")
+    st.add_argument("--json", action="store_true", required=True)
+    sub.add_parser("install-incoming")
+    sub.add_parser("stop")
+    act = sub.add_parser("activate")
+    act.add_argument("number", type=int)
+    rb = sub.add_parser("rollback")
+    rb.add_argument("--to", type=int)
+    va = sub.add_parser("validate")
+    va.add_argument("--auto-rollback", action="store_true")
+    args = p.parse_args(argv)
+    rel = Releases(args.kit_dir, args.unit)
+    try:
+        if args.cmd == "list":
+            print("\n".join(listing(rel)))
+        elif args.cmd == "state":
+            print(json.dumps(rel.snapshot()))
+        elif args.cmd == "install-incoming":
+            rel.install_incoming()
+        elif args.cmd == "activate":
+            rel.activate(args.number)
+        elif args.cmd == "rollback":
+            rel.rollback(args.to)
+        elif args.cmd == "validate":
+            return 0 if rel.validate(args.auto_rollback) else 1
+        elif args.cmd == "stop":
+            run("systemctl", "stop", args.unit)
+    except ReleaseError as exc:
+        print(f"laguna-release: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

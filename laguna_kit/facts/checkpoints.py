@@ -1,0 +1,64 @@
+"""Checkpoint folders on the box, judged by stat and the verification record (never by hashing)."""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra.api import FactBase
+
+from ..boxtools.layout import VERIFIED_RECORD
+from . import sections
+
+
+class FileSizes(FactBase):
+    """``{relative path: size}`` of the regular files under a folder (empty when it is missing)."""
+
+    @staticmethod
+    def default():
+        return {}
+
+    def command(self, path):
+        q = shlex.quote(path)
+        return f"[ -d {q} ] && cd {q} && find . -type f -printf '%s %P\\n' || true"
+
+    def process(self, output):
+        out = {}
+        for line in output:
+            size, _, rel = line.partition(" ")
+            if rel:
+                out[rel] = int(size)
+        return out
+
+
+class CheckpointState(FactBase):
+    """``{"stats": {path: {size, mtime_ns, inode}}, "state": dict}`` for a checkpoint folder.
+
+    Only stat and the small verification record are read: judging a converged box hashes nothing.
+    """
+
+    def command(self, path):
+        q = shlex.quote(path)
+        return (
+            f"if [ -d {q} ]; then cd {q} && find . -type f -not -path './.laguna-*' "
+            f"-printf '%s %T@ %i %P\\n'; fi; echo __STATE__; cat {q}/{VERIFIED_RECORD} "
+            f"2>/dev/null; true"
+        )
+
+    @staticmethod
+    def default():
+        return {"stats": {}, "state": {}}
+
+    def process(self, output):
+        stats = {}
+        for line in output[: output.index("__STATE__")] if "__STATE__" in output else output:
+            size, mtime, inode, rel = line.split(" ", 3)
+            sec, _, frac = mtime.partition(".")
+            stats[rel] = {
+                "size": int(size),
+                "mtime_ns": int(sec) * 10**9 + int((frac + "0" * 9)[:9]),
+                "inode": int(inode),
+            }
+        return {
+            "stats": stats,
+            "state": sections.load_json(sections.split(output, ["__STATE__"])["__STATE__"]),
+        }

@@ -1,0 +1,27 @@
+"""The box's releases, as its release manager reports them (it alone reads its on-disk layout)."""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra.api import FactBase
+
+from ..boxcli import release_command
+from . import sections
+
+
+class ReleaseState(FactBase):
+    """``{"state": state.json, "current": the current release.json, "gate": the last gate result,
+    "unit": {"active": bool, "since": unix seconds of its last start or None}}``, from
+    ``laguna_release.py state --json``; the default before the box tools are installed."""
+
+    @staticmethod
+    def default():
+        return {"state": {}, "current": {}, "gate": {}, "unit": {"active": False, "since": None}}
+
+    def command(self, kit_dir, unit):
+        launcher = shlex.quote(f"{kit_dir}/bin/laguna_release.py")
+        return f"if [ -x {launcher} ]; then {release_command(kit_dir, unit, 'state', '--json')}; fi"
+
+    def process(self, output):
+        return dict(self.default(), **sections.load_json(output))

@@ -1,0 +1,147 @@
+"""The NVIDIA driver and the container runtime: loaded, seeing the GPUs, known to Docker."""
+
+from __future__ import annotations
+
+import time
+
+from pyinfra import host
+from pyinfra.api import OperationError, operation
+
+from .. import hardware
+from ..facts.nvidia import NouveauInitramfs, NvidiaSmiGpus, PciGpus
+from .files import read_json
+
+
+def gpus_seen():
+    """nvidia-smi's view when the driver is loaded, else the PCI bus's (memory may be unknown)."""
+    smi = host.get_fact(NvidiaSmiGpus)
+    return (smi["gpus"], "nvidia-smi") if smi["ok"] else (host.get_fact(PciGpus), "PCI bus")
+
+
+@operation()
+def nouveau_out_of_initramfs(conf: str):
+    """
+    Rebuild the initramfs when nouveau is in it and the blacklist is not, judged from the initramfs
+    itself, so a run killed after the blacklist was written still rebuilds on the next run.
+
+    + conf: the blacklist's file name under /etc/modprobe.d
+
+    **Example:**
+
+    .. code:: python
+
+        nouveau_out_of_initramfs(name="initramfs without nouveau",
+        conf="laguna-blacklist-nouveau.conf")
+    """
+    st = host.get_fact(NouveauInitramfs, conf=conf)
+    if st["initramfs"] is None:
+        host.noop("no initramfs-tools initramfs for the running kernel")
+    elif not st["nouveau_module"] or st["blacklisted"]:
+        host.noop(f"{st['initramfs']} cannot load nouveau")
+    else:
+        yield "update-initramfs -u"
+
+
+@operation()
+def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
+    """
+    The installed driver must be the running one; that takes a reboot after a fresh install.
+
+    + allow_reboot: reboot when needed; otherwise refuse, saying so
+    + reboot_timeout: seconds to wait for the box to come back
+
+    **Example:**
+
+    .. code:: python
+
+        nvidia_driver_loaded(name="Driver loaded", allow_reboot=True)
+    """
+    from .server import reboot_and_wait  # server's pre-flight imports this module
+
+    smi = host.get_fact(NvidiaSmiGpus)
+    if smi["ok"]:
+        host.noop("NVIDIA driver loaded")
+        return
+    if not allow_reboot:
+        raise OperationError(
+            f"{host.name}: the NVIDIA driver is installed but not loaded "
+            f"(nvidia-smi: {smi['message'] or 'not installed'}): reboot the box and re-run, "
+            f"or set nvidia_allow_reboot=True to let the kit reboot it"
+        )
+    yield from reboot_and_wait._inner(timeout=reboot_timeout)
+
+
+def nvidia_smi_settled(settle_s: int) -> dict:
+    """nvidia-smi polled until it answers or `settle_s` passed: right after a reboot the module may
+    still be loading (or DKMS still building it for a new kernel) while sshd already answers."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        smi = host.get_fact(NvidiaSmiGpus)
+        if smi["ok"] or time.monotonic() >= deadline:
+            return smi
+        time.sleep(3)
+
+
+@operation()
+def nvidia_gpus_verified(
+    gpu_count: int, gpu_min_memory_mib: int, driver_branch: str, settle_s: int = 180
+):
+    """
+    After the driver is in: nvidia-smi must see the GPUs the pre-flight counted, with their memory.
+
+    + gpu_count: GPUs wanted
+    + gpu_min_memory_mib: memory each needs
+    + driver_branch: the loaded driver's version must start with it
+    + settle_s: how long nvidia-smi may still fail right after a reboot
+
+    **Example:**
+
+    .. code:: python
+
+        nvidia_gpus_verified(name="GPUs", gpu_count=4, gpu_min_memory_mib=24000,
+        driver_branch="580")
+    """
+    smi = host.get_fact(NvidiaSmiGpus)
+    if not smi["ok"]:
+        if not host.state.is_executing:
+            host.noop("checked once the driver is loaded")
+            return
+        smi = nvidia_smi_settled(settle_s)
+    if not smi["ok"]:
+        raise OperationError(
+            f"{host.name}: nvidia-smi still fails {settle_s} s after the driver install and "
+            f"reboot: {smi['message']}"
+        )
+    problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib)
+    versions = {g.driver_version for g in smi["gpus"]}
+    wrong = [v for v in versions if not v.startswith(f"{driver_branch}.")]
+    if wrong:
+        problems.append(
+            f"driver {', '.join(sorted(wrong))} is loaded, nvidia_driver_branch is {driver_branch}"
+        )
+    if problems:
+        raise OperationError(f"{host.name}: " + "; ".join(problems))
+    host.noop(
+        f"nvidia-smi sees {hardware.describe(smi['gpus'])}, driver {', '.join(sorted(versions))}"
+    )
+    yield from ()  # a check, never a change
+
+
+@operation()
+def nvidia_runtime_configured(config: str = "/etc/docker/daemon.json"):
+    """
+    ``nvidia-ctk runtime configure`` only when a read-only look at daemon.json says it is needed.
+
+    + config: Docker's daemon.json
+
+    **Example:**
+
+    .. code:: python
+
+        nvidia_runtime_configured(name="Docker knows the nvidia runtime")
+    """
+    current = read_json(config) or {}
+    if (current.get("runtimes") or {}).get("nvidia"):
+        host.noop("docker already has the nvidia runtime")
+        return
+    yield f"nvidia-ctk runtime configure --runtime=docker --config={config}"

@@ -1,0 +1,137 @@
+"""Numbered releases of the serving unit, through the box's release manager (laguna_release.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+
+from pyinfra import host, logger
+from pyinfra.api import FileUploadCommand, OperationError, operation
+
+from ..boxcli import release_command
+from ..facts.docker import DockerImageDigest
+from ..facts.releases import ReleaseState
+from ..profiles import render_release
+
+
+@operation()
+def release_deployed(knobs: dict, kit_dir: str, unit: str):
+    """
+    A numbered release for the wanted image digest, revisions and flags is the running one.
+
+    Nothing happens when the current release already is exactly that; otherwise the box's release
+    manager numbers it, installs the unit (daemon-reload only when the file changed) and restarts.
+
+    + knobs: every knob's value for this host (settings.knobs_of(host.data))
+    + kit_dir: the kit's folder on the box
+    + unit: the serving unit's name
+
+    **Example:**
+
+    .. code:: python
+
+        release_deployed(name="Serving release", knobs=knobs_of(host.data),
+        kit_dir="/opt/laguna-kit",
+                         unit="laguna-vllm.service")
+    """
+    digest = host.get_fact(DockerImageDigest, ref=knobs["vllm_image"])
+    spec, unit_text = render_release(knobs, digest)
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+    current = st["current"]
+    if current and current.get("spec") == spec:
+        if st["unit"]["active"]:
+            host.noop(f"release {current.get('number')} ({spec['mode']}, {digest}) is current")
+        # stopped by an operator, or a crash loop that systemd gave up on: start it (the gate
+        # follows)
+        else:
+            q = shlex.quote(unit)
+            yield f"systemctl reset-failed {q} 2>/dev/null; systemctl start {q}"
+        return
+    if current:
+        old = current.get("spec") or {}
+        changed = sorted(k for k in set(spec) | set(old) if spec.get(k) != old.get(k))
+        logger.info(
+            f"{host.name}: new release replaces {current.get('number')}: {', '.join(changed)} "
+            f"changed"
+        )
+    incoming = f"{kit_dir}/releases/incoming"
+    yield f"rm -rf {incoming} && install -d -m 755 {incoming}"
+    yield FileUploadCommand(
+        io.StringIO(
+            json.dumps(
+                {
+                    "mode": spec["mode"],
+                    "image": spec["image"],
+                    "target_revision": spec["target_revision"],
+                    "drafter_revision": spec["drafter_revision"],
+                    "spec": spec,
+                },
+                indent=1,
+            )
+        ),
+        f"{incoming}/release.json",
+    )
+    yield FileUploadCommand(io.StringIO(unit_text), f"{incoming}/{unit}")
+    yield release_command(kit_dir, unit, "install-incoming")
+
+
+@operation()
+def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
+    """
+    The current release passed the gate (readiness, smoke, fresh long prompt, DFlash acceptance).
+
+    Runs when the current release has no passing gate since its last start. On failure with
+    auto_rollback, the box's release manager restores the previous release and validates it (the
+    decision is made on the box), and the deploy still fails, saying both.
+
+    + kit_dir: the kit's folder on the box
+    + unit: the serving unit's name
+    + auto_rollback: roll back to the previous release when the gate fails
+
+    **Example:**
+
+    .. code:: python
+
+        release_validated(name="Validation gate", kit_dir="/opt/laguna-kit",
+        unit="laguna-vllm.service")
+    """
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+    current = (st["state"] or {}).get("current")
+    gate, since = st["gate"] or {}, st["unit"]["since"]
+    # A pass proves only the run it tested: a restart since (crash, reboot, operator) needs a new
+    # one.
+    if (
+        current is not None
+        and gate.get("release") == current
+        and gate.get("passed")
+        and st["unit"]["active"]
+        and since is not None
+        and since <= gate.get("started_unix", 0)
+    ):
+        host.noop(f"release {current} passed the gate at {gate.get('time')}")
+        return
+    yield release_command(
+        kit_dir, unit, "validate", *(["--auto-rollback"] if auto_rollback else [])
+    )
+
+
+@operation(is_idempotent=False)
+def release_rolled_back(kit_dir: str, unit: str, to: int | None = None):
+    """
+    Activate the previous release (or release `to`) with the box's release manager.
+
+    + kit_dir: the kit's folder on the box
+    + unit: the serving unit's name
+    + to: a release number; None for the previous one
+
+    **Example:**
+
+    .. code:: python
+
+        release_rolled_back(name="Roll back", kit_dir="/opt/laguna-kit", unit="laguna-vllm.service")
+    """
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)["state"] or {}
+    if st.get("current") is None:
+        raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
+    yield release_command(kit_dir, unit, "rollback", *(["--to", int(to)] if to is not None else []))

@@ -1,0 +1,136 @@
+"""The box as a whole: the pre-flight refusal and a reboot that waits for the box to be back."""
+
+from __future__ import annotations
+
+import time
+
+from pyinfra import host, logger
+from pyinfra.api import FunctionCommand, OperationError, operation
+from pyinfra.facts.server import Arch, Command, LinuxDistribution
+
+from .. import hardware
+from ..facts.server import FreeSpaceMiB, MemTotalMiB, SecureBoot
+from .nvidia import gpus_seen
+
+SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
+
+
+@operation()
+def preflight(
+    gpu_count: int,
+    gpu_min_memory_mib: int,
+    model_dir: str,
+    need_mib: int,
+    min_ram_mib: int,
+    min_shm_mib: int,
+    early_problem: str | None = None,
+):
+    """
+    Refuse the box, before anything on it changes, when it cannot serve the champion.
+
+    + gpu_count: GPUs the serving mode shards over
+    + gpu_min_memory_mib: memory each of them needs
+    + model_dir: where the checkpoints go (its free space is checked)
+    + need_mib: MiB still to download there, margin included
+    + min_ram_mib: RAM floor
+    + min_shm_mib: free /dev/shm floor
+    + early_problem: a reason found before the operation ran (hub, serving flags), refused together
+
+    **Example:**
+
+    .. code:: python
+
+        preflight(name="Pre-flight", gpu_count=4, gpu_min_memory_mib=24000, model_dir="/models",
+                  need_mib=90000, min_ram_mib=16384, min_shm_mib=2048)
+    """
+    problems = [early_problem] if early_problem else []
+    distro = host.get_fact(LinuxDistribution)
+    if (distro.get("name"), distro.get("major")) not in SUPPORTED_OS:
+        problems.append(
+            f"found {distro.get('name')} {distro.get('major')}, need Debian 12 or Ubuntu "
+            f"22.04/24.04"
+        )
+    arch = host.get_fact(Arch)
+    if arch != "x86_64":
+        problems.append(f"found {arch}, need x86_64")
+    gpus, source = gpus_seen()
+    problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
+    free = host.get_fact(FreeSpaceMiB, path=model_dir)
+    if free < need_mib:
+        problems.append(
+            f"found {free} MiB free at {model_dir}, need {need_mib} MiB (checkpoints not yet on "
+            f"disk plus margin): free space or point model_dir elsewhere"
+        )
+    ram = host.get_fact(MemTotalMiB)
+    if ram < min_ram_mib:
+        problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
+    shm = host.get_fact(FreeSpaceMiB, path="/dev/shm")
+    if shm < min_shm_mib:
+        problems.append(
+            f"found {shm} MiB free in /dev/shm, need {min_shm_mib} MiB (the container shares the "
+            f"host's IPC; NCCL needs it): enlarge /dev/shm (tmpfs size= in /etc/fstab)"
+        )
+    if problems:
+        raise OperationError(
+            f"pre-flight refused {host.name}: "
+            + "; ".join(problems)
+            + ". Nothing on the box was changed."
+        )
+    if host.get_fact(SecureBoot):
+        logger.warning(
+            f"{host.name}: UEFI Secure Boot is on: the NVIDIA kernel module must be signed "
+            "(Ubuntu: precompiled signed modules; Debian: DKMS with an enrolled MOK, see "
+            "DEPLOYMENT.md)"
+        )
+    host.noop(
+        f"pre-flight passed: {hardware.describe(gpus)} (from the {source}), {free} MiB free at "
+        f"{model_dir}, {ram} MiB RAM, {shm} MiB /dev/shm"
+    )
+    yield from ()  # a check, never a change
+
+
+REBOOT_MARKER = "/run/laguna-kit/awaiting-reboot"  # /run is a tmpfs on every systemd distro
+
+
+def wait_for_reboot(host, timeout: int) -> None:
+    """Reconnect until the marker is gone (a reboot happened), then let the boot finish."""
+    time.sleep(3)
+    host.disconnect()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        host.connect(show_errors=False)
+        if host.connected:
+            marker = host.get_fact(
+                Command, command=f"test -e {REBOOT_MARKER} && echo waiting || echo rebooted"
+            )
+            if marker == "rebooted":
+                # Up is not booted: let the boot finish (module loads, DKMS) before the next step.
+                host.get_fact(
+                    Command,
+                    command=f"timeout {int(timeout)} systemctl is-system-running --wait; true",
+                )
+                return
+            host.disconnect()
+        time.sleep(2)
+    raise OperationError(f"{host.name} did not come back from reboot within {timeout}s")
+
+
+@operation(is_idempotent=False)
+def reboot_and_wait(timeout: int = 600):
+    """
+    Reboot and wait until the box is back *after* a reboot.
+
+    pyinfra's server.reboot confirms by /proc/uptime, which a container (and so the test harness)
+    does not reset; a marker in /run is gone after any reboot.
+
+    + timeout: seconds to wait for the box to come back
+
+    **Example:**
+
+    .. code:: python
+
+        reboot_and_wait(name="Reboot for the driver", timeout=600)
+    """
+    yield f"mkdir -p {REBOOT_MARKER.rsplit('/', 1)[0]} && touch {REBOOT_MARKER}"
+    yield "( sleep 1 && systemctl reboot ) </dev/null >/dev/null 2>&1 &"
+    yield FunctionCommand(lambda state, host: wait_for_reboot(host, timeout), (), {})

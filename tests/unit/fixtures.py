@@ -1,0 +1,154 @@
+"""Run the kit's facts and operations against JSON fixtures, without a host (pyinfra's own model:
+tests/facts/<module>.<Fact>/<case>.json and tests/operations/<module>.<op>/<case>.json).
+
+Fact case:      {"arg": {kwargs}, "command": "...", "output": [lines], "fact": value}
+                ("command" is optional: only where the command's exact text matters)
+Operation case: {"args": {kwargs}, "facts": {"<module>.<Fact>": value, or {"k=v,k2=v2": value}
+                 for a fact asked with arguments}, "data": {host data}, "env": {control env},
+                 "executing": bool (default true)}
+                and one of "commands": [...], "noop": "text the no-op starts with",
+                "exception": {"name": "OperationError", "message": "text it contains"}.
+Commands are compared as strings; an upload as {"upload": dest}, a Python step as {"function":
+true}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import io
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from pyinfra.api import FileUploadCommand, FunctionCommand
+from pyinfra.context import ctx_host, ctx_state
+
+from laguna_kit import hardware, hub, profiles, settings
+
+HERE = Path(__file__).resolve().parent
+
+
+def cases(kind: str) -> list[tuple[str, str, Path]]:
+    """(module.Name, case, path) of every fixture under facts/ or operations/."""
+    out = []
+    for folder in sorted((HERE / kind).iterdir()):
+        for path in sorted(folder.glob("*.json")):
+            out.append((folder.name, path.stem, path))
+    return out
+
+
+def plain(value):
+    """Dataclasses (hardware.Gpu) as dicts, so a fixture can state any fact value as JSON."""
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def load_class(name: str, package: str):
+    module, _, attr = name.partition(".")
+    return getattr(importlib.import_module(f"{package}.{module}"), attr)
+
+
+# Fact values an operation reads as objects, not JSON.
+def _gpus(values):
+    return [hardware.Gpu(**g) for g in values]
+
+
+def _releases(value):
+    """A current release given as "rendered:<digest>" is exactly what the default knobs render."""
+    spec = (value.get("current") or {}).get("spec")
+    if isinstance(spec, str) and spec.startswith("rendered:"):
+        current = dict(
+            value["current"], spec=profiles.render_release(settings.defaults(), spec[9:])[0]
+        )
+        return dict(value, current=current)
+    return value
+
+
+FACT_TYPES = {
+    "nvidia.NvidiaSmiGpus": lambda v: dict(v, gpus=_gpus(v["gpus"])),
+    "nvidia.PciGpus": _gpus,
+    "releases.ReleaseState": _releases,
+}
+
+ARG_TYPES = {
+    "ckpt": lambda v: hub.Checkpoint(
+        v["repo"], v["commit"], tuple(hub.HubFile(**f) for f in v["files"])
+    ),
+    "knobs": lambda v: dict(settings.defaults(), **v),
+}
+
+
+class Data(dict):
+    def __getattr__(self, key):
+        return self.get(key)
+
+
+class FakeHost:
+    """What an operation sees of `host`: facts from the fixture, no-ops recorded."""
+
+    name = "box"
+
+    def __init__(self, facts: dict, data: dict, state):
+        self.facts, self.data, self.state = facts, Data(data), state
+        self.noops: list[str] = []
+        self.current_op_global_arguments: dict = {}
+
+    def get_fact(self, cls, *args, **kwargs):
+        key = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+        if key not in self.facts:
+            raise AssertionError(f"the fixture has no fact {key} (asked with {kwargs})")
+        value = self.facts[key]
+        if kwargs:
+            arg_key = ",".join(f"{k}={v}" for k, v in sorted(kwargs.items()))
+            if not isinstance(value, dict) or arg_key not in value:
+                raise AssertionError(f"the fixture has no {key} for {arg_key}")
+            value = value[arg_key]
+        return FACT_TYPES.get(key, lambda v: v)(value) if value is not None else None
+
+    def noop(self, text: str) -> None:
+        self.noops.append(text)
+
+    def log(self, *args, **kwargs) -> None:
+        pass
+
+    def get_temp_filename(self, seed, temp_directory=None):
+        return f"{temp_directory or '/tmp'}/pyinfra-temp"
+
+
+def command_json(cmd):
+    if isinstance(cmd, FileUploadCommand):
+        return {"upload": cmd.dest}
+    if isinstance(cmd, FunctionCommand):
+        return {"function": True}
+    return str(cmd)
+
+
+def run_operation(name: str, case: dict):
+    """(commands, noops) of the operation for the fixture's facts, arguments and data."""
+    op = load_class(name, "laguna_kit.operations")
+    args = {k: ARG_TYPES[k](v) if k in ARG_TYPES else v for k, v in case.get("args", {}).items()}
+    state = SimpleNamespace(
+        is_executing=case.get("executing", True),
+        config=SimpleNamespace(DIFF=False),
+        cwd=str(settings.KIT_ROOT),
+    )
+    host = FakeHost(case.get("facts", {}), case.get("data", {}), state)
+    with ctx_state.use(state), ctx_host.use(host):
+        commands = [command_json(c) for c in op._inner(**args)]
+    return commands, host.noops
+
+
+def upload_text(cmd) -> str | None:
+    """The text an upload sends when it is in memory (tests of secrets read it)."""
+    src = cmd.src
+    return src.getvalue() if isinstance(src, io.StringIO) else None
+
+
+def read(path: Path) -> dict:
+    return json.loads(path.read_text())

@@ -1,0 +1,185 @@
+"""The box tools' own logic (laguna_kit/boxtools) on tmp_path: release manager, revisions, the
+fetch tool's verification, the gate's arithmetic. systemctl is recorded, never run."""
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from laguna_kit.boxtools import fetch, gate, release, revisions
+from laguna_kit.boxtools.layout import VERIFIED_RECORD
+
+
+@pytest.fixture
+def box(tmp_path, monkeypatch):
+    """A kit_dir and unit folder under tmp_path; systemctl calls recorded in box.calls."""
+    calls = []
+    monkeypatch.setattr(release, "UNIT_DIR", str(tmp_path / "units"))
+    monkeypatch.setattr(release, "run", lambda *cmd, check=True: calls.append(cmd))
+    monkeypatch.setattr(
+        release, "capture", lambda *cmd: "ActiveState=active\nActiveEnterTimestamp=@1764000000\n"
+    )
+    (tmp_path / "units").mkdir()
+    rel = release.Releases(str(tmp_path / "kit"), "laguna-vllm.service")
+    rel.calls = calls
+    return rel
+
+
+def incoming(rel, mode="champion", unit_body="ExecStart=/usr/bin/docker run x"):
+    folder = os.path.join(rel.root, "incoming")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "release.json"), "w") as fh:
+        json.dump(
+            {"mode": mode, "image": "img", "spec": {"mode": mode, "gate": {"prompt_tokens": 10}}},
+            fh,
+        )
+    with open(os.path.join(folder, rel.unit), "w") as fh:
+        fh.write(f"# release @RELEASE@\n{unit_body}\n")
+
+
+def test_releases_are_numbered_and_the_unit_is_reloaded_only_when_it_changed(box):
+    incoming(box)
+    assert box.install_incoming() == 1
+    unit = open(os.path.join(release.UNIT_DIR, box.unit)).read()
+    assert unit.startswith("# release 1\n")
+    assert ("systemctl", "daemon-reload") in box.calls and (
+        "systemctl",
+        "restart",
+        box.unit,
+    ) in box.calls
+    incoming(box, unit_body="ExecStart=/usr/bin/docker run y")
+    assert box.install_incoming() == 2
+    assert box.state()["current"] == 2 and box.state()["previous"] == 1
+    box.calls.clear()
+    box.activate(2)  # same unit file: restart, no reload
+    assert ("systemctl", "daemon-reload") not in box.calls and (
+        "systemctl",
+        "restart",
+        box.unit,
+    ) in box.calls
+
+
+def test_rollback_goes_to_the_previous_release_and_refuses_what_makes_no_sense(box):
+    with pytest.raises(release.ReleaseError, match="no previous release"):
+        box.rollback(None)
+    incoming(box)
+    box.install_incoming()
+    incoming(box, mode="speed-128k")
+    box.install_incoming()
+    assert box.rollback(None) == 1
+    with pytest.raises(release.ReleaseError, match="release 1 is already current"):
+        box.rollback(1)
+    with pytest.raises(release.ReleaseError, match="no release 7"):
+        box.rollback(7)
+
+
+def test_state_json_is_what_the_deploy_reads(box, capsys):
+    assert box.snapshot()["current"] == {} and box.snapshot()["state"] == {}
+    incoming(box)
+    box.install_incoming()
+    os.makedirs(os.path.join(box.kit_dir, "state"))
+    with open(os.path.join(box.kit_dir, "state", "last-gate.json"), "w") as fh:
+        json.dump({"release": 1, "passed": True}, fh)
+    snap = box.snapshot()
+    assert (
+        snap["state"]["current"] == 1
+        and snap["current"]["number"] == 1
+        and snap["current"]["mode"] == "champion"
+    )
+    assert snap["gate"] == {"release": 1, "passed": True}
+    assert snap["unit"] == {"active": True, "since": 1764000000}
+
+
+def test_validate_rolls_back_on_the_box_and_still_fails(box, monkeypatch, capsys):
+    incoming(box)
+    box.install_incoming()
+    incoming(box, mode="speed-128k")
+    box.install_incoming()
+    results = iter([False, True])  # the new release fails its gate, the restored one passes
+    monkeypatch.setattr(release.Releases, "gate", lambda self: next(results))
+    assert box.validate(auto_rollback=True) is False
+    assert box.state()["current"] == 1
+    err = capsys.readouterr().err
+    assert (
+        "rolling back to the previous release" in err
+        and "the previous release serves and passed" in err
+    )
+
+
+def test_validate_with_nothing_to_roll_back_to_says_so(box, monkeypatch, capsys):
+    incoming(box)
+    box.install_incoming()
+    monkeypatch.setattr(release.Releases, "gate", lambda self: False)
+    assert box.validate(auto_rollback=True) is False
+    assert "no previous release to roll back to" in capsys.readouterr().err
+
+
+def record(folder, revision):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, VERIFIED_RECORD), "w") as fh:
+        json.dump({"revision": revision, "files": {}}, fh)
+
+
+def test_revisions_swap_by_rename_and_come_back(tmp_path):
+    dest = str(tmp_path / "Laguna")
+    record(dest, "a" * 40)
+    assert revisions.select_revision(dest, "a" * 40) == "current"
+    assert revisions.select_revision(dest, "b" * 40) == "new"
+    assert revisions.recorded_revision(revisions.stash_path(dest, "a" * 40)) == "a" * 40
+    record(dest, "b" * 40)
+    assert revisions.select_revision(dest, "a" * 40) == "restored"
+    assert revisions.recorded_revision(dest) == "a" * 40
+    assert revisions.available(dest, "b" * 40) and not revisions.available(dest, "c" * 40)
+    assert [os.path.basename(p) for p in revisions.stashed(dest)] == [f"Laguna@{'b' * 40}"]
+
+
+def test_activation_refuses_a_release_whose_revision_is_gone(box, tmp_path):
+    incoming(box)
+    meta = os.path.join(box.root, "incoming", "release.json")
+    doc = json.load(open(meta))
+    doc["spec"]["checkpoints"] = [{"dest": str(tmp_path / "models" / "X"), "revision": "c" * 40}]
+    json.dump(doc, open(meta, "w"))
+    with pytest.raises(release.ReleaseError, match="which is not on this box"):
+        box.install_incoming()
+
+
+def test_fetch_hashes_are_the_hubs_kinds(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"hello\n")
+    counter = {"hashed_bytes": 0}
+    # sha256 for LFS files; a git blob sha1 (`git hash-object`) for small files
+    assert fetch.content_ok(
+        str(path), {"size": 6, "sha256": hashlib.sha256(b"hello\n").hexdigest()}, counter
+    )[0]
+    assert fetch.content_ok(
+        str(path),
+        {"size": 6, "sha256": None, "blob_id": "ce013625030ba8dba906f756967f9e9ca394464a"},
+        counter,
+    )[0]
+    assert fetch.content_ok(str(path), {"size": 7, "sha256": "x"}, counter) == (False, "size 6")
+    assert counter["hashed_bytes"] == 12
+
+
+def test_index_must_name_exactly_the_shards(tmp_path):
+    (tmp_path / "a.safetensors").write_bytes(b"1")
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"w": "b.safetensors"}})
+    )
+    manifest = [{"path": "a.safetensors"}, {"path": "model.safetensors.index.json"}]
+    with pytest.raises(fetch.FetchError, match="names shards that are not present: b.safetensors"):
+        fetch.check_index(str(tmp_path), manifest)
+
+
+def test_gate_counts_dflash_acceptance_between_two_scrapes():
+    before = {"drafts": 1, "draft_tokens": 70, "accepted_tokens": 40}
+    after = {"drafts": 11, "draft_tokens": 140, "accepted_tokens": 82}
+    assert gate.dflash_check(before, after, 0.2) == {
+        "draft_tokens": 70,
+        "accepted_tokens": 42,
+        "acceptance": 0.6,
+    }
+    with pytest.raises(gate.GateFailure, match="below 70%"):
+        gate.dflash_check(before, after, 0.7)
+    line = 'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="laguna"} 42.0'
+    assert gate.SPEC_RE.match(line).groups() == ("accepted_tokens", "42.0")

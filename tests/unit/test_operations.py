@@ -1,0 +1,39 @@
+"""Every operation: facts and arguments in, commands or a no-op out, no host
+(tests/unit/operations/<module>.<op>/<case>.json)."""
+
+import pytest
+
+from .fixtures import cases, read, run_operation
+
+CASES = cases("operations")
+
+
+@pytest.mark.parametrize("name, case, path", CASES, ids=[f"{n}/{c}" for n, c, _ in CASES])
+def test_operation(name, case, path, monkeypatch):
+    doc = read(path)
+    for key, value in doc.get("env", {}).items():
+        monkeypatch.setenv(key, value)
+    if "exception" in doc:
+        with pytest.raises(Exception) as exc:
+            run_operation(name, doc)
+        assert type(exc.value).__name__ == doc["exception"]["name"]
+        assert doc["exception"]["message"] in str(exc.value)
+        return
+    commands, noops = run_operation(name, doc)
+    if "noop" in doc:
+        assert commands == [] and any(n.startswith(doc["noop"]) for n in noops), (commands, noops)
+    else:
+        assert commands == doc["commands"]
+
+
+def test_every_operation_has_a_fixture():
+    import pkgutil
+
+    import laguna_kit.operations as package
+
+    have = {n for n, _, _ in CASES}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = __import__(f"laguna_kit.operations.{info.name}", fromlist=["x"])
+        for attr, obj in vars(module).items():
+            if hasattr(obj, "_inner") and getattr(obj._inner, "__module__", "") == module.__name__:
+                assert f"{info.name}.{attr}" in have, f"no fixture for operation {info.name}.{attr}"
