@@ -73,6 +73,11 @@ container_env = {  # the recipe's environment, exactly
     "VLLM_USE_DEEP_GEMM": "0",  # DeepGEMM kernels are not for Ampere
     "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",  # less fragmentation at 200K prefill
 }
+container_network_env = {  # derived, not in the recipe: a one-box TP4 needs no interface but loopback
+    "NCCL_SOCKET_IFNAME": "lo",  # NCCL's bootstrap sockets on loopback
+    "GLOO_SOCKET_IFNAME": "lo",  # Gloo's (torch.distributed CPU groups) likewise
+    "VLLM_HOST_IP": "127.0.0.1",  # vLLM's own address for its distributed setup (vllm/envs.py)
+}
 vllm_common_args = [  # every mode: the recipe's fixed flags (parsers, MoE backend, TP4)
     "--trust-remote-code",  # Laguna's model code ships with the checkpoint
     "--tensor-parallel-size", "4",  # TP4 over the four 24 GB cards
@@ -123,8 +128,10 @@ tailscale_key_url = "https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.g
 tailscale_auth_key_env = "TS_AUTHKEY"  # the control machine's env var with an auth key (used only to join)
 tailscale_hostname = ""  # empty: the box's hostname
 tailscale_tags = []  # e.g. ["tag:gpu"]: limit who reaches the port in Tailscale ACLs, not here
+firewall_open_ports = []  # e.g. ["tcp/9100", "udp/5353"]: the owner's services that stay reachable off the tailnet
+firewall_close_listeners = False  # True: let the first load cut the owner's listeners the pre-check named (they answer on the tailnet only)
 ssh_tailnet_only = False  # opt-in: new SSH connections only over tailscale0; loaded only by a run that is itself connected over the tailnet
-firewall_confirm_timeout_s = 60  # new rules revert themselves unless a fresh SSH login confirms them
+firewall_confirm_timeout_s = 60  # with ssh_tailnet_only: new rules revert to the previous table unless a fresh SSH login confirms them
 
 # --- validate: the gate ------------------------------------------------------------------------
 ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack allows ~10 min

@@ -10,7 +10,12 @@ BOXTOOLS = Path(__file__).resolve().parent / "boxtools"
 
 # launcher in <kit_dir>/bin -> module of the package; fetch and gate need the venv (hub client,
 # httpx)
-BOX_TOOLS = {"laguna_fetch.py": "fetch", "laguna_release.py": "release", "laguna_gate.py": "gate"}
+BOX_TOOLS = {
+    "laguna_fetch.py": "fetch",
+    "laguna_release.py": "release",
+    "laguna_gate.py": "gate",
+    "laguna_firewall.py": "firewall",
+}
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 
 

@@ -84,7 +84,8 @@ def render(d, image_digest: str | None = None) -> Serving:
         )
     p = profiles[mode]
     extra_args = list(get("vllm_extra_args") or [])
-    env = dict(get("container_env"), **(get("container_extra_env") or {}))
+    network_env = get("container_network_env") or {}
+    env = dict(get("container_env"), **network_env, **(get("container_extra_env") or {}))
     unsafe = _unsafe(d, p, extra_args, env)
     warnings = []
     if unsafe and not get("force_unsafe"):
@@ -151,7 +152,8 @@ def render(d, image_digest: str | None = None) -> Serving:
         p["gate_prompt_tokens"],
         p.get("max_model_len"),
         speculative,
-        list(p.get("derived", [])),
+        list(p.get("derived", []))
+        + ([f"{', '.join(network_env)} on loopback (not in the recipe)"] if network_env else []),
         warnings,
     )
 

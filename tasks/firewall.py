@@ -1,45 +1,86 @@
-# The API port reachable only over the tailnet: the kit's own nftables table (other rules kept; SSH
-# untouched unless ssh_tailnet_only), loaded atomically with a self-revert unless a fresh SSH
-# connection confirms, and loaded again at every boot by its own unit.
+# The API reachable only over the tailnet, loaded before anything serves: the kit's own nftables
+# table drops new connections that arrive off the tailnet (SSH, ICMP, DHCPv6, Tailscale's port and
+# firewall_open_ports excepted; SSH too with ssh_tailnet_only). Other tables are kept. It is loaded
+# at
+# every boot by its own unit, again after nftables.service's start/reload/stop (a drop-in), and the
+# serving unit requires it. The self-revert is armed only when the rules can cut SSH.
 from pyinfra import host
-from pyinfra.operations import files, systemd
+from pyinfra.operations import files, server, systemd
+from pyinfra.operations.util import any_changed
 
-from laguna_kit.operations.network import firewall_applied, ssh_over_tailnet_checked
+from laguna_kit.boxtools.layout import FIREWALL_RULES
+from laguna_kit.operations.network import (
+    firewall_applied,
+    listeners_checked,
+    parse_ports,
+    ssh_over_tailnet_checked,
+)
 from laguna_kit.operations.packages import apt_present
 
 d = host.data
-RULES = "/etc/laguna-kit/firewall.nft"
+RULES = FIREWALL_RULES
+SAFE_RULES = "/etc/laguna-kit/firewall-ssh-open.nft"  # what a revert loads when nothing was loaded
 ssh_port = int(d.get("ssh_port") or 22)  # the port this run's SSH uses is the box's sshd port
+ports = parse_ports(d.firewall_open_ports)
+rules = dict(api_port=d.api_port, ssh_port=ssh_port, open_tcp=ports["tcp"], open_udp=ports["udp"])
 
-apt_present(name="nftables", packages=["nftables"])
+apt_present(name="nftables and ss", packages=["nftables", "iproute2"])
+listeners_checked(
+    name="No listener of the owner's is cut off the tailnet unless listed or acknowledged",
+    container=d.container_name,
+    rules=RULES,
+    ssh_port=ssh_port,
+    api_port=d.api_port,
+    open_ports=d.firewall_open_ports,
+    close_ok=d.firewall_close_listeners,
+)
 if d.ssh_tailnet_only:  # before the rules file is written: the boot unit would load it too
     ssh_over_tailnet_checked(
         name="SSH limited to the tailnet only from a run connected over it", ssh_port=ssh_port
     )
+    files.template(
+        name="Firewall rules with SSH open (what a revert falls back to)",
+        src="files/laguna-firewall.nft.j2",
+        dest=SAFE_RULES,
+        ssh_tailnet_only=False,
+        mode="644",
+        **rules,
+    )
 files.directory(name="/etc/laguna-kit", path="/etc/laguna-kit", mode="755")
 files.template(
-    name="Firewall rules (API port on the tailnet only)",
+    name="Firewall rules (new connections only over the tailnet)",
     src="files/laguna-firewall.nft.j2",
     dest=RULES,
-    api_port=d.api_port,
-    ssh_port=ssh_port,
     ssh_tailnet_only=d.ssh_tailnet_only,
     mode="644",
+    **rules,
 )
 unit = files.put(
-    name="Firewall unit (loads the table at boot)",
+    name="Firewall unit (loads the table at boot, before the network)",
     src="files/laguna-firewall.service",
     dest="/etc/systemd/system/laguna-firewall.service",
 )
-systemd.daemon_reload(name="Reload systemd for the firewall unit", _if=unit.did_change)
+dropin = files.put(
+    name="nftables.service loads the kit's table again after its own start, reload and stop",
+    src="files/nftables-laguna-kit.conf",
+    dest="/etc/systemd/system/nftables.service.d/laguna-kit.conf",
+)
+server.shell(
+    name="Reload systemd for the firewall units (and enable the unit where its [Install] says)",
+    commands=["systemctl daemon-reload", "systemctl reenable laguna-firewall.service"],
+    _if=any_changed(unit, dropin),
+)
 systemd.service(
     name="Firewall unit enabled at boot",
     service="laguna-firewall.service",
     enabled=True,
-    running=None,
-)  # loaded below, with the self-revert; the unit is for the next boot
+    running=None,  # loaded below (with the self-revert when it can cut SSH)
+)
 firewall_applied(
-    name="Firewall table loaded (self-reverting unless SSH still works)",
+    name="Firewall table loaded"
+    + (" (self-reverting unless SSH still works)" if d.ssh_tailnet_only else ""),
+    kit_dir=d.kit_dir,
     rules=RULES,
-    confirm_timeout_s=d.firewall_confirm_timeout_s,
+    revert_after_s=d.firewall_confirm_timeout_s if d.ssh_tailnet_only else 0,
+    fallback=SAFE_RULES if d.ssh_tailnet_only else "",
 )

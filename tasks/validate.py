@@ -1,8 +1,10 @@
 # The recipe's rule: only a fresh near-limit prompt plus generation proves long-context serving.
 # Runs on the box against 127.0.0.1 whenever the current release has not passed it yet; a failure
-# rolls back to the previous release, validates that, and fails the deploy.
+# rolls back to the previous release, validates that, and fails the deploy. Then the network view
+# from the control machine: the API answers on the tailnet, not on the box's ordinary address.
 from pyinfra import host, logger
 
+from laguna_kit.operations.network import api_exposure_checked
 from laguna_kit.operations.releases import release_validated
 
 if host.data.skip_validation:
@@ -13,3 +15,6 @@ else:
         kit_dir=host.data.kit_dir,
         unit=host.data.unit_name,
     )
+api_exposure_checked(
+    name="API on the tailnet only, seen from the control machine", port=host.data.api_port
+)

@@ -1,8 +1,8 @@
 """tasks/tailscale.py and tasks/firewall.py with real packets: the API answers over the tailnet
-only,
-SSH keeps working, IPv4 and IPv6, a re-run changes nothing, the rules survive a reboot, a port
-published by real Docker cannot reach the API port, and tailnet-only SSH is applied only from a run
-that is itself on the tailnet."""
+only, SSH keeps working, IPv4 and IPv6, a re-run changes nothing, the rules survive a reboot, an
+nftables restart/reload/stop and an unconfirmed change; nothing serves before the table is loaded;
+a port published by real Docker cannot reach the API port; the owner's listeners are named before
+they would be cut; and tailnet-only SSH is applied only from a run that is itself on the tailnet."""
 
 import json
 import time
@@ -109,34 +109,158 @@ def test_rules_and_tailnet_survive_a_reboot(guarded, deploy):
     assert res.ok, res.explain()
 
 
-def test_a_rule_that_cuts_ssh_reverts_itself(guarded):
+class OffTailnetProbe:
+    """Real SYNs from this machine (off the tailnet) to the box's ordinary addresses, every 0.2 s
+    in a thread, for as long as a deploy or a drill runs: any answer is recorded."""
+
+    def __init__(self, b, ports=(8080,)):
+        import threading
+
+        self.targets = [(a, p) for a in (b.address, b.address6) for p in ports]
+        self.answered: list[tuple[str, int]] = []
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import socket
+
+        while not self._stop.is_set():
+            for address, port in self.targets:
+                try:
+                    with socket.create_connection((address, port), timeout=0.3):
+                        self.answered.append((address, port))
+                except OSError:
+                    pass
+            self.samples += 1
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def test_unconfirmed_rules_revert_to_the_previous_table_never_to_none(guarded):
+    """A run killed between loading rules that cut SSH and confirming them: the box's own timer
+    restores the table loaded before; the API stays closed off the tailnet throughout."""
     b = guarded
-    # Simulate a bad rules file that drops SSH: load it the way the kit does, but with no
-    # confirmation.
     b.run(
-        "cp /etc/laguna-kit/firewall.nft /root/bad.nft && sed -i 's/tcp dport 8080 counter drop/"
-        "tcp dport { 8080, 22 } counter drop/' /root/bad.nft"
+        "cp /etc/laguna-kit/firewall.nft /root/bad.nft && sed -i 's/^        tcp dport 22 accept$/"
+        "        tcp dport 22 drop/' /root/bad.nft && grep -q 'tcp dport 22 drop' /root/bad.nft"
     )
-    b.run(
-        "systemd-run --quiet --unit laguna-firewall-revert --on-active=5 /usr/sbin/nft delete "
-        "table inet laguna_kit"
-        " && (sleep 1; nft -f /root/bad.nft) >/dev/null 2>&1 &",
-        check=False,
-        timeout=20,
+    with OffTailnetProbe(b) as probe:
+        b.run(
+            "(sleep 1; python3 /opt/laguna-kit/bin/laguna_firewall.py load /root/bad.nft "
+            "--revert-after 6) >/dev/null 2>&1 &",
+            check=False,
+            timeout=20,
+        )
+        time.sleep(4)
+        assert not ssh_works(b), "the bad rules did not cut SSH: the drill proves nothing"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not ssh_works(b):
+            time.sleep(1)
+        assert ssh_works(b), "the revert timer did not restore SSH"
+    assert probe.samples >= 3 and probe.answered == [], probe.answered
+    assert "tcp dport 8080 counter" in b.run("nft list table inet laguna_kit").stdout
+    state = b.run(
+        "python3 /opt/laguna-kit/bin/laguna_firewall.py state /etc/laguna-kit/firewall.nft"
     )
-    time.sleep(3)
-    assert not ssh_works(b), "the bad rule did not cut SSH"
-    time.sleep(6)
-    assert b.run("true").returncode == 0, "the revert timer did not restore SSH"
-    b.run("nft -f /etc/laguna-kit/firewall.nft")  # back to the kit's rules for the next test
+    assert json.loads(state.stdout) == {"table": "loaded"}, "the previous table was not restored"
+    assert_tailnet_only(b)
 
 
-def test_missing_auth_key_on_an_unjoined_box_fails_clearly(make_box, deploy):
+def test_nftables_restart_reload_and_stop_keep_the_kit_table(guarded):
+    """Debian's stock /etc/nftables.conf begins with `flush ruleset`: its start, reload and stop
+    would delete the kit's table. The API and a second listener (as vLLM's TP workers open on
+    `::`) stay unreachable off the tailnet through each, the API reachable on it, SSH open."""
+    b = guarded
+    assert b.run("head -c 200 /etc/nftables.conf").stdout.count("flush ruleset") == 1
+    b.run("systemd-run --unit lgk-second-listener python3 -m http.server --bind :: 29500")
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "29500" not in b.run("ss -Htln").stdout:
+            time.sleep(0.5)
+        assert curl_from(None, f"http://{b.address}:29500/") is None, "open before any drill"
+        with OffTailnetProbe(b, ports=(8080, 29500)) as probe:
+            for action in ("restart", "reload", "stop", "start"):
+                b.run(f"systemctl {action} nftables.service")
+                assert "table inet laguna_kit" in b.run("nft list tables").stdout, action
+                health = curl_from(boxmod.TAILNET_NS, f"http://{b.tailnet_v4}:8080/health")
+                assert health is not None, action
+                assert ssh_works(b), action
+        assert probe.samples >= 3 and probe.answered == [], probe.answered
+        assert tcp_connects(b.tailnet_v4, 29500, ns=boxmod.TAILNET_NS), "tailnet lost the port"
+        assert_tailnet_only(b)
+    finally:
+        b.run("systemctl stop lgk-second-listener", check=False)
+
+
+def test_first_deploy_without_auth_key_never_serves_off_the_tailnet(make_box, deploy):
+    """The run fails at the tailnet step: the API never answered off the tailnet during it, nor
+    after it, nor after a reboot; the firewall was loaded before anything served; SSH stayed."""
     b = make_box()
-    res = deploy(b, env={"TS_AUTHKEY": ""})
-    assert not res.ok
-    assert "is not on the tailnet and TS_AUTHKEY is not set" in res.output
-    assert boxmod.Box.tailscale_auth_key not in res.output
+    with OffTailnetProbe(b) as probe:
+        res = deploy(b, env={"TS_AUTHKEY": ""})
+        assert not res.ok
+        assert "is not on the tailnet and TS_AUTHKEY is not set" in res.output
+        assert boxmod.Box.tailscale_auth_key not in res.output
+        assert ssh_works(b)
+        assert "table inet laguna_kit" in b.run("nft list tables").stdout
+        active = b.run("systemctl is-active laguna-vllm.service", check=False).stdout.strip()
+        assert active != "active"
+        b.run("systemctl reboot", check=False)
+        time.sleep(2)
+        b.wait_ssh()
+        time.sleep(5)
+        assert "table inet laguna_kit" in b.run("nft list tables").stdout, "not loaded at boot"
+    assert probe.samples > 20 and probe.answered == [], probe.answered
+    assert tcp_connects(b.address, 22) and tcp_connects(b.address6, 22)
+
+
+def test_serving_unit_requires_the_table(guarded):
+    """Without the kit's table vLLM does not start, and its journal says why."""
+    b = guarded
+    unit = b.run("cat /etc/systemd/system/laguna-vllm.service").stdout
+    assert "Requires=docker.service laguna-firewall.service" in unit
+    b.run("systemctl stop laguna-vllm.service && nft delete table inet laguna_kit")
+    try:
+        assert b.run("systemctl start laguna-vllm.service", check=False).returncode != 0
+        journal = b.run("journalctl -u laguna-vllm.service --no-pager -n 20").stdout
+        assert "the kit firewall table inet laguna_kit is not loaded: not serving" in journal
+        assert curl_from(None, f"http://{b.address}:8080/health") is None
+    finally:
+        b.run("nft -f /etc/laguna-kit/firewall.nft && systemctl start laguna-vllm.service")
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline
+        and curl_from(boxmod.TAILNET_NS, f"http://{b.tailnet_v4}:8080/health") is None
+    ):
+        time.sleep(1)
+    assert_tailnet_only(b)
+
+
+def test_an_owner_listener_is_named_before_the_first_load_and_kept_when_listed(make_box, deploy):
+    b = make_box()
+    b.run("systemd-run --unit owner-web python3 -m http.server --bind 0.0.0.0 5000")
+    time.sleep(1)
+    refused = deploy(b, NETWORK)
+    assert not refused.ok
+    assert "tcp/5000 (python3)" in refused.output, refused.explain()
+    assert "firewall_open_ports" in refused.output
+    assert "laguna_kit" not in b.run("nft list tables").stdout
+    assert curl_from(None, f"http://{b.address}:5000/") is not None
+    kept = deploy(b, NETWORK, data={"firewall_open_ports": ["tcp/5000"]})
+    assert kept.ok, kept.explain()
+    assert curl_from(None, f"http://{b.address}:5000/") is not None, "the owner's port was cut"
+    b.run("systemd-run --unit owner-other python3 -m http.server --bind 0.0.0.0 5001")
+    time.sleep(1)
+    assert curl_from(None, f"http://{b.address}:5001/") is None, "a port nobody listed answers"
+    assert ssh_works(b)
 
 
 def test_docker_published_port_cannot_bypass_the_api_rule(make_box, deploy, sandbox):

@@ -5,6 +5,9 @@ PARTIAL = ".laguna-partial"  # per checkpoint folder: downloads in progress (nev
 QUARANTINE = ".laguna-quarantine"  # per checkpoint folder: files that failed their hash
 STASH = ".laguna-revisions"  # beside the checkpoint folders: other revisions, kept for rollback
 UNIT_DIR = "/etc/systemd/system"
+FIREWALL_RULES = (
+    "/etc/laguna-kit/firewall.nft"  # the kit's nftables table (files/ units load it too)
+)
 
 
 def releases_dir(kit_dir: str) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import socket
 
-from pyinfra import host
+from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
-from pyinfra.facts.server import Command
 
-from ..facts.network import TailscaleStatus
+from ..boxcli import tool_command
+from ..facts.network import FirewallState, Listeners, TailscaleStatus
 from .secrets import with_secret
 
 
@@ -110,43 +110,158 @@ def reconnect(host, confirm_timeout_s: int) -> None:
 
 
 @operation()
-def firewall_applied(rules: str, confirm_timeout_s: int):
+def firewall_applied(kit_dir: str, rules: str, revert_after_s: int = 0, fallback: str = ""):
     """
-    Load the kit's nftables table atomically, with an automatic revert unless a *new* SSH
-    connection confirms within `confirm_timeout_s` (so a rule that cuts the operator off undoes
-    itself).
+    Load the kit's nftables table atomically. With `revert_after_s` (rules that can cut SSH), the
+    box restores the table loaded before unless a *new* SSH connection confirms in time.
 
+    + kit_dir: the kit's folder on the box (laguna_firewall.py)
     + rules: the rules file on the box (replaces only the kit's table)
-    + confirm_timeout_s: seconds before an unconfirmed change reverts
+    + revert_after_s: seconds before an unconfirmed change reverts; 0: no revert (cannot cut SSH)
+    + fallback: what the revert loads when no table was loaded before (the rules without the SSH
+    limit)
 
     **Example:**
 
     .. code:: python
 
-        firewall_applied(name="Firewall", rules="/etc/laguna-kit/firewall.nft",
-        confirm_timeout_s=60)
+        firewall_applied(name="Firewall", kit_dir="/opt/laguna-kit",
+        rules="/etc/laguna-kit/firewall.nft")
     """
-    current = host.get_fact(
-        Command,
-        command="nft -s list table inet laguna_kit 2>/dev/null | sha256sum; "
-        f"sha256sum {rules} 2>/dev/null; cat {rules}.loaded 2>/dev/null; true",
-    )
-    parts = (current or "").split()
-    # Loaded = the file's hash was recorded at load time and the live table still hashes the same.
-    if len(parts) >= 6 and parts[2] == parts[4] and parts[0] == parts[5]:
+    st = host.get_fact(FirewallState, kit_dir=kit_dir, rules=rules)
+    if st.get("table") == "loaded":
         host.noop("firewall table loaded and unchanged")
         return
-    yield f"nft -c -f {rules}"
-    yield (
-        f"systemctl stop laguna-firewall-revert.timer 2>/dev/null; systemd-run --quiet "
-        f"--unit laguna-firewall-revert --on-active={int(confirm_timeout_s)} "
-        "/usr/sbin/nft delete table inet laguna_kit"
+    revert = ["--revert-after", revert_after_s, "--fallback", fallback] if revert_after_s else []
+    yield tool_command(kit_dir, "laguna_firewall.py", "load", rules, *revert)
+    if revert_after_s:
+        yield FunctionCommand(lambda state, host: reconnect(host, revert_after_s), (), {})
+    yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)
+
+
+# Listeners the policy does not cut: DHCP clients (packet sockets, or replies only), tailscaled
+# (the kit's; its port stays open) and docker-proxy (published ports are forwarded, not input).
+NOT_CUT = {("udp", 68), ("udp", 546)}
+NOT_CUT_PROCESSES = {"tailscaled", "docker-proxy"}
+
+
+def parse_ports(specs: list[str]) -> dict[str, list[int]]:
+    """firewall_open_ports ("tcp/9100", "udp/5353") as {"tcp": [...], "udp": [...]}."""
+    out: dict[str, list[int]] = {"tcp": [], "udp": []}
+    for spec in specs:
+        proto, _, port = str(spec).partition("/")
+        if proto not in out or not port.isdigit() or not 0 < int(port) < 65536:
+            raise OperationError(f"firewall_open_ports: {spec!r} is not tcp/PORT or udp/PORT")
+        out[proto].append(int(port))
+    return {k: sorted(set(v)) for k, v in out.items()}
+
+
+@operation()
+def listeners_checked(
+    container: str,
+    rules: str,
+    ssh_port: int,
+    api_port: int,
+    open_ports: list[str],
+    close_ok: bool = False,
+):
+    """
+    Before the kit's default-drop policy is first loaded: nothing the owner serves off the tailnet
+    may be cut silently. Every listener on a non-loopback address (other than SSH, the API and the
+    kit's own) must be in `open_ports`, or the operator acknowledges the cut with `close_ok`.
+
+    + container: the serving container (its processes are the kit's own)
+    + rules: the rules file (holding the policy means this check was passed before)
+    + ssh_port: the SSH port this run uses
+    + api_port: the API port
+    + open_ports: ports kept open off the tailnet (firewall_open_ports)
+    + close_ok: cut the listed listeners anyway (firewall_close_listeners)
+
+    **Example:**
+
+    .. code:: python
+
+        listeners_checked(name="Listeners", container="vllm-laguna",
+        rules="/etc/laguna-kit/firewall.nft",
+                          ssh_port=22, api_port=8080, open_ports=["tcp/9100"])
+    """
+    opened = parse_ports(open_ports)
+    seen = host.get_fact(Listeners, container=container, rules=rules)
+    if seen["policy"]:
+        host.noop("the default-drop policy is in place already (listeners were checked then)")
+        return
+    cut = sorted(
+        {
+            (ln["proto"][:3], ln["port"], ln["process"])
+            for ln in seen["listeners"]
+            if not ln["kit"]
+            and ln["process"] not in NOT_CUT_PROCESSES
+            and (ln["proto"][:3], ln["port"]) not in NOT_CUT
+            and not (ln["proto"].startswith("tcp") and ln["port"] in (ssh_port, api_port))
+            and ln["port"] not in opened.get(ln["proto"][:3], [])
+        }
     )
-    yield f"nft -f {rules}"
-    yield FunctionCommand(lambda state, host: reconnect(host, confirm_timeout_s), (), {})
-    yield (
-        f"systemctl stop laguna-firewall-revert.timer laguna-firewall-revert.service 2>/dev/null; "
-        f"echo \"$(sha256sum {rules} | cut -d' ' -f1) $(nft -s list table inet laguna_kit | "
-        f"sha256sum "
-        f"| cut -d' ' -f1)\" > {rules}.loaded"
-    )
+    names = ", ".join(f"{proto}/{port} ({process})" for proto, port, process in cut)
+    if cut and not close_ok:
+        raise OperationError(
+            f"{host.name}: the kit's firewall would make these listeners unreachable off the "
+            f"tailnet: "
+            f"{names}. Keep them open with firewall_open_ports = "
+            f"{[f'{p}/{n}' for p, n, _ in cut]!r}, or acknowledge the cut with "
+            "firewall_close_listeners = True; nothing was changed"
+        )
+    if cut:
+        logger.warning(
+            f"{host.name}: firewall_close_listeners: {names} will answer only on the tailnet"
+        )
+    host.noop(f"no owner's listener is cut{' (acknowledged: ' + names + ')' if cut else ''}")
+    yield from ()
+
+
+def answers(address: str, port: int, timeout: float = 3) -> bool:
+    """A TCP connection from the control machine to address:port succeeds."""
+    try:
+        with socket.create_connection((address, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@operation()
+def api_exposure_checked(port: int):
+    """
+    The network view from the control machine: the API answers on the box's tailnet address and
+    not on its ordinary address (each where this machine reaches it). An answer on the ordinary
+    address fails the deploy.
+
+    + port: the API port
+
+    **Example:**
+
+    .. code:: python
+
+        api_exposure_checked(name="API on the tailnet only, seen from here", port=8080)
+    """
+    if not host.state.is_executing:
+        host.noop("checked once the release serves")
+        return
+    tailnet = (host.get_fact(TailscaleStatus).get("Self") or {}).get("TailscaleIPs") or []
+    ordinary = host.data.get("ssh_hostname") or host.name
+    seen = []
+    for address in tailnet:
+        seen.append(
+            f"{address}:{port} {'answers' if answers(address, port) else 'no answer from here'}"
+        )
+    if ordinary in tailnet:
+        seen.append("the ordinary address is not known (this run connects over the tailnet)")
+    elif answers(ordinary, port):
+        raise OperationError(
+            f"{host.name}: the API answers on {ordinary}:{port}, off the tailnet: the firewall is "
+            f"not "
+            "holding (tasks/status.py; TROUBLESHOOTING.md)"
+        )
+    else:
+        seen.append(f"{ordinary}:{port} no answer (off the tailnet)")
+    logger.info(f"[{host.name}] network view from the control machine: {'; '.join(seen)}")
+    host.noop("; ".join(seen))
+    yield from ()

@@ -6,8 +6,22 @@ from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.server import Command
 
+from ..boxtools.layout import FIREWALL_RULES
+from ..facts.network import FirewallState
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
+
+FIREWALL_PROBLEMS = {
+    "missing": "the kit's firewall table inet laguna_kit is MISSING: the API and vLLM's other "
+    "ports may "
+    f"answer off the tailnet; load it now: nft -f {FIREWALL_RULES} (then re-run deploy.py)",
+    "altered": "the kit's firewall table inet laguna_kit was ALTERED since the kit loaded it: "
+    "re-run "
+    "deploy.py to load the kit's rules again",
+    "unrecorded": "the kit's firewall table inet laguna_kit is loaded but the kit has no record of "
+    "it: "
+    "re-run deploy.py",
+}
 
 
 def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
@@ -40,28 +54,33 @@ def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
 
 
 @operation()
-def serving_reported(kit_dir: str, unit: str, port: int):
+def serving_reported(kit_dir: str, unit: str, port: int, rules: str = FIREWALL_RULES):
     """
-    Log unit state, release, digest, GPU memory, endpoint health and the last gate result.
+    Log unit state, release, digest, GPU memory, endpoint health, the last gate result and the
+    firewall table's state (a missing or altered table is logged as a problem, by name).
 
     + kit_dir: the kit's folder on the box
     + unit: the serving unit
     + port: the API port (asked on 127.0.0.1)
+    + rules: the kit's firewall rules file
 
     **Example:**
 
     .. code:: python
 
         serving_reported(name="Serving status", kit_dir="/opt/laguna-kit",
-        unit="laguna-vllm.service", port=8080)
+                         unit="laguna-vllm.service", port=8080)
     """
     lines = serving_lines(
         host.get_fact(ServingStatus, unit=unit, port=port),
         host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit),
         unit,
     )
+    table = host.get_fact(FirewallState, kit_dir=kit_dir, rules=rules)["table"]
+    problem = FIREWALL_PROBLEMS.get(table)
+    lines.append(f"PROBLEM: {problem}" if problem else "firewall table inet laguna_kit: loaded")
     for line in lines:
-        logger.info(f"[{host.name}] {line}")
+        (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
     host.noop("; ".join(lines))
     yield from ()
 

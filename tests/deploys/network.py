@@ -1,7 +1,8 @@
-# Test deploy: the network tasks alone (Docker, the tailnet, the firewall), for drills that need
-# neither the GPUs' driver, the checkpoints nor a control machine that reaches the hub.
+# Test deploy: the network tasks alone (Docker, the box tools that load the firewall, the firewall,
+# the tailnet), for drills that need neither the GPUs' driver, the checkpoints nor the hub.
 from pyinfra import local
 
 local.include("tasks/docker.py")
-local.include("tasks/tailscale.py")
+local.include("tasks/box_tools.py")
 local.include("tasks/firewall.py")
+local.include("tasks/tailscale.py")

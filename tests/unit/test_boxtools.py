@@ -183,3 +183,51 @@ def test_gate_counts_dflash_acceptance_between_two_scrapes():
         gate.dflash_check(before, after, 0.7)
     line = 'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="laguna"} 42.0'
     assert gate.SPEC_RE.match(line).groups() == ("accepted_tokens", "42.0")
+
+
+def test_firewall_revert_restores_the_previous_table_or_the_fallback(tmp_path, monkeypatch):
+    from laguna_kit.boxtools import firewall
+
+    calls, live = [], {"table": "table inet laguna_kit {\n  chain input {}\n}\n"}
+
+    def fake_nft(*args, check=True):
+        calls.append(("nft", *args))
+        out = live["table"] if args[:2] == ("-s", "list") else ""
+        rc = 0 if out or args[:2] != ("-s", "list") else 1
+        return firewall.subprocess.CompletedProcess(args, rc, out, "")
+
+    monkeypatch.setattr(firewall, "nft", fake_nft)
+    monkeypatch.setattr(firewall.subprocess, "run", lambda cmd, **kw: calls.append(tuple(cmd)))
+    rules, fallback = tmp_path / "fw.nft", tmp_path / "open.nft"
+    rules.write_text("new rules\n")
+    fallback.write_text("ssh open rules\n")
+    firewall.load(str(rules), 60, str(fallback))
+    saved = (tmp_path / "fw.nft.previous").read_text()
+    assert saved.startswith("table inet laguna_kit\ndelete table inet laguna_kit\n")
+    assert saved.endswith(live["table"])  # the table loaded before, never an empty one
+    run = next(c for c in calls if c[0] == "systemd-run")
+    assert "--on-active=60" in run and f"/usr/sbin/nft -f {rules}.previous" in run[-1]
+    assert calls[-1] == ("nft", "-f", str(rules))
+    live["table"] = ""  # nothing loaded before: the revert falls back to the SSH-open rules
+    firewall.load(str(rules), 60, str(fallback))
+    assert (tmp_path / "fw.nft.previous").read_text() == "ssh open rules\n"
+    calls.clear()
+    firewall.load(str(rules), None, None)  # rules that cannot cut SSH: no revert armed
+    assert not any(c[0] == "systemd-run" for c in calls)
+
+
+def test_firewall_state_names_a_missing_or_altered_table(tmp_path, monkeypatch):
+    from laguna_kit.boxtools import firewall
+
+    live = {"table": "T1"}
+    monkeypatch.setattr(firewall, "live_table", lambda: live["table"] or None)
+    monkeypatch.setattr(firewall.subprocess, "run", lambda *a, **k: None)
+    rules = tmp_path / "fw.nft"
+    rules.write_text("rules\n")
+    assert firewall.state(str(rules)) == {"table": "unrecorded"}
+    firewall.confirm(str(rules))
+    assert firewall.state(str(rules)) == {"table": "loaded"}
+    live["table"] = "T2"
+    assert firewall.state(str(rules)) == {"table": "altered"}
+    live["table"] = ""
+    assert firewall.state(str(rules)) == {"table": "missing"}

@@ -1,0 +1,149 @@
+"""laguna-firewall: the kit's nftables table, loaded atomically, with a self-revert that restores
+the table loaded before (never an empty one) unless a confirmation comes in time.
+
+    laguna_firewall.py load RULES [--revert-after S --fallback SAFE]
+                                  check RULES, arm the revert (when asked), load RULES
+    laguna_firewall.py confirm RULES
+                                  disarm the revert; record what is loaded
+    laguna_firewall.py state RULES
+                                  JSON: {"table": "loaded" | "missing" | "altered" | "unrecorded"}
+
+The revert is armed only for rules that can cut SSH (ssh_tailnet_only). It loads the previous
+table (or SAFE, the same rules without the SSH limit, when there was none) and writes it over RULES,
+so the next boot loads what the operator could come back through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+TABLE = ("inet", "laguna_kit")
+REVERT_UNIT = "laguna-firewall-revert"
+
+
+class FirewallError(Exception):
+    pass
+
+
+def nft(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["nft", *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise FirewallError(f"nft {' '.join(args)}: {proc.stderr.strip()}")
+    return proc
+
+
+def live_table() -> str | None:
+    """The loaded table as nft lists it (stateless: no counter values), None when it is missing."""
+    proc = nft("-s", "list", "table", *TABLE, check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def replacing(listing: str) -> str:
+    """A file that replaces the kit's table with `listing` in one transaction."""
+    family, name = TABLE
+    return f"table {family} {name}\ndelete table {family} {name}\n{listing}"
+
+
+def write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def load(rules: str, revert_after: int | None, fallback: str | None) -> None:
+    nft("-c", "-f", rules)
+    if revert_after:
+        previous = live_table()
+        if previous is not None:
+            text = replacing(previous)
+        elif fallback:
+            with open(fallback) as fh:
+                text = fh.read()
+        else:
+            raise FirewallError("a revert needs the previous table or a fallback rules file")
+        saved = f"{rules}.previous"
+        write(saved, text)
+        subprocess.run(["systemctl", "stop", f"{REVERT_UNIT}.timer"], capture_output=True)
+        subprocess.run(["systemctl", "reset-failed", f"{REVERT_UNIT}.service"], capture_output=True)
+        restore = f"/usr/sbin/nft -f {saved} && cp {saved} {rules} && rm -f {rules}.loaded"
+        subprocess.run(
+            [
+                "systemd-run",
+                "--quiet",
+                "--unit",
+                REVERT_UNIT,
+                f"--on-active={int(revert_after)}",
+                "/bin/sh",
+                "-c",
+                restore,
+            ],
+            check=True,
+            capture_output=True,
+        )
+    nft("-f", rules)
+
+
+def confirm(rules: str) -> None:
+    subprocess.run(
+        ["systemctl", "stop", f"{REVERT_UNIT}.timer", f"{REVERT_UNIT}.service"], capture_output=True
+    )
+    table = live_table()
+    if table is None:
+        raise FirewallError("the kit's table is not loaded: nothing to confirm")
+    with open(rules) as fh:
+        record = {"rules_sha256": sha256(fh.read()), "table_sha256": sha256(table)}
+    write(f"{rules}.loaded", json.dumps(record) + "\n")
+
+
+def state(rules: str) -> dict:
+    table = live_table()
+    if table is None:
+        return {"table": "missing"}
+    try:
+        with open(f"{rules}.loaded") as fh:
+            record = json.load(fh)
+        with open(rules) as fh:
+            rules_hash = sha256(fh.read())
+    except (OSError, ValueError):
+        return {"table": "unrecorded"}
+    if record.get("table_sha256") != sha256(table) or record.get("rules_sha256") != rules_hash:
+        return {"table": "altered"}
+    return {"table": "loaded"}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ld = sub.add_parser("load")
+    ld.add_argument("rules")
+    ld.add_argument("--revert-after", type=int)
+    ld.add_argument("--fallback")
+    sub.add_parser("confirm").add_argument("rules")
+    sub.add_parser("state").add_argument("rules")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "load":
+            load(args.rules, args.revert_after, args.fallback)
+        elif args.cmd == "confirm":
+            confirm(args.rules)
+        else:
+            print(json.dumps(state(args.rules)))
+    except (FirewallError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"laguna-firewall: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
