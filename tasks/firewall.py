@@ -60,8 +60,15 @@ unit = files.put(
     src="files/laguna-firewall.service",
     dest="/etc/systemd/system/laguna-firewall.service",
 )
+for name in ("nftables-with-kit.nft", "nftables-stop.nft"):
+    files.put(
+        name=f"nftables.service with the kit's table: {name}",
+        src=f"files/{name}",
+        dest=f"/etc/laguna-kit/{name}",
+        mode="644",
+    )
 dropin = files.put(
-    name="nftables.service loads the kit's table again after its own start, reload and stop",
+    name="nftables.service start, reload and stop keep the kit's table (same transaction)",
     src="files/nftables-laguna-kit.conf",
     dest="/etc/systemd/system/nftables.service.d/laguna-kit.conf",
 )
