@@ -1,7 +1,8 @@
 # The upstream recipe, step by step: `pyinfra inventory.py deploy.py` (re-run to upgrade).
 from pyinfra import local
 
-local.include("tasks/preflight.py")  # refuse wrong hardware before anything changes
+local.include("tasks/preflight.py")  # refuse wrong hardware or driver before anything changes
+local.include("tasks/base.py")  # curl, ca-certificates, gnupg: what later steps fetch with
 local.include("tasks/driver.py")
 local.include("tasks/container_toolkit.py")
 local.include("tasks/docker.py")

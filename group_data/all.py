@@ -20,10 +20,11 @@ min_ram_mib = 16384  # a floor for four vLLM workers loading shards; the recipe 
 min_shm_mib = 2048  # with --ipc=host the host's /dev/shm carries NCCL and shm_broadcast; the recipe's 16g is a ceiling
 
 # --- driver: NVIDIA driver ----------------------------------------------------------------------
-nvidia_driver_branch = "535"  # Debian 12 non-free ships the 535 branch; Ubuntu uses nvidia-driver-<branch>-server
+nvidia_driver_branch = "580"  # R580: the v0.25.1 image is CUDA 13 (driver >= 580); GeForce cards get no CUDA forward compatibility
+nvidia_driver_open = False  # the open kernel modules instead of the proprietary ones (an RTX 3090 works with both at R580)
+nvidia_driver_replace = False  # install the kit's driver over a working one too old for the image (else the pre-flight refuses, naming both)
 nvidia_allow_reboot = False  # a driver install needs a reboot; the kit reboots only when you allow it
-debian_mirror = "http://deb.debian.org/debian"  # where Debian's non-free driver packages come from
-debian_mirror_keyring = ""  # empty: the system's Debian archive keyring signs the mirror
+nvidia_cuda_repo = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA's CUDA repository: Debian 12's only source of R580 (laguna_kit/sources.py)
 
 # --- container_toolkit: NVIDIA Container Toolkit -----------------------------------------------
 nvidia_toolkit_repo = "https://nvidia.github.io/libnvidia-container/stable/deb"  # NVIDIA's own apt repo
@@ -55,6 +56,7 @@ checkpoint_mirror = ""  # offline boxes: a folder on the control machine from sc
 
 # --- image: the vLLM image ----------------------------------------------------------------------
 vllm_image = "vllm/vllm-openai:v0.25.1"  # the exact vLLM release the champion was measured on
+image_registry = "https://registry-1.docker.io"  # where vllm_image's config (its CUDA requirement) is read before the pull
 
 # --- service: the serving unit and its modes -----------------------------------------------------
 serving_mode = "champion"  # a row of serving_profiles: champion | context-first | speed-128k
@@ -123,8 +125,9 @@ container_extra_env = {}  # extra container env; the graph-estimate switch is re
 force_unsafe = False  # accept flags the recipe saw crash (gmu >= 0.90 with DFlash, estimate off, ...)
 
 # --- tailscale and firewall: the tailnet-only endpoint ------------------------------------------
-tailscale_repo = "https://pkgs.tailscale.com/stable/debian"  # Tailscale's apt repo (Ubuntu: .../stable/ubuntu)
-tailscale_key_url = "https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.gpg"  # its signing key
+tailscale_pkgs_url = "https://pkgs.tailscale.com/stable"  # Tailscale's apt repositories: <this>/<os-release ID> <codename> main
+tailscale_repo = ""  # override of the repository URL; "" = derived from the box's os-release
+tailscale_key_url = ""  # override of its signing key's URL; "" = <repo>/<codename>.noarmor.gpg
 tailscale_auth_key_env = "TS_AUTHKEY"  # the control machine's env var with an auth key (used only to join)
 tailscale_hostname = ""  # empty: the box's hostname
 tailscale_tags = []  # e.g. ["tag:gpu"]: limit who reaches the port in Tailscale ACLs, not here

@@ -69,8 +69,16 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
             f"hub {endpoint} refused the metadata request for {repo}: HTTP "
             f"{exc.response.status_code if exc.response is not None else '?'}"
         ) from None
-    except OSError as exc:
-        raise HubError(f"cannot reach the hub at {endpoint}: {type(exc).__name__}") from None
+    except network_errors() as exc:
+        raise HubError(
+            f"cannot reach the hub at {endpoint}: {type(exc).__name__} ({exc})"
+        ) from None
+    if is_pinned(revision) and info.sha != revision:
+        raise HubError(
+            f"{repo}: the hub at {endpoint} answered the pinned revision {revision} "
+            f"with "
+            f"commit {info.sha}: refusing a checkpoint other than the pinned one"
+        )
     files = tuple(
         HubFile(
             s.rfilename,
@@ -81,6 +89,18 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
         for s in info.siblings or []
     )
     return Checkpoint(repo, info.sha, files)
+
+
+def network_errors() -> tuple[type[BaseException], ...]:
+    """What a failed request raises: huggingface_hub 2.x uses httpx2, whose errors are not
+    OSError (REALWORLD.md §6); older clients use httpx or requests (OSError)."""
+    found: list[type[BaseException]] = [OSError]
+    for module in ("httpx2", "httpx"):
+        try:
+            found.append(__import__(module).HTTPError)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
 
 
 def is_pinned(revision: str) -> bool:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark (prints figures, asserts nothing): checkpoint verification on this machine.
 
-1. Hash throughput of the kit's verifier (laguna_kit/boxtools/fetch.py) against `sha256sum` on the
-same files.
+1. Hash throughput of the kit's verifier (laguna_kit/boxtools/fetch.py) against `sha256sum` on
+   the same files.
 2. A real fetch through the stand-in hub (127.0.0.1) with the real huggingface_hub client, then a
    converged re-run: bytes downloaded and bytes re-hashed by each.
 3. A transfer cut half way through a shard, then resumed: bytes fetched against bytes missing.

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Client-wall chat benchmark like the recipe's (500 tokens, temperature 0, non-streaming, so the
-wall
-includes prefill) plus streamed time to first token; prints a table and writes JSON.
+wall includes prefill) plus streamed time to first token; prints a table and writes JSON.
 usage: benchmark.py [URL] [--max-tokens 500] [--runs 3] [--json out.json]"""
 
 import argparse

@@ -7,8 +7,7 @@ Run on a machine that reaches the hub (HF_TOKEN in the environment if the repos 
 
 Then deploy with `checkpoint_mirror = "/srv/laguna-mirror"` (hosts file [hosts.data] or
 --data): the control machine pushes what a box lacks over SSH and the box verifies every file
-against
-the hub's sha256 exactly as it does for downloads. Each repo lands in
+against the hub's sha256 exactly as it does for downloads. Each repo lands in
 <dest>/<owner>__<name>@<commit>/ with laguna-manifest.json (the hub's own file metadata, recorded
 now); the manifest is written last, after every file matched it, so a half-made mirror is refused.
 Re-running re-hashes the mirror and downloads only what is missing or wrong.

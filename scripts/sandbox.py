@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """The local sandbox: real Debian boxes under systemd-nspawn that the kit deploys to over SSH.
 
-  sandbox.py run -- CMD...   bring up the servers and one box, run CMD with LAGUNA_HOSTS set, tear
-  down
-  sandbox.py up              bring them up and wait (Ctrl-C tears down); deploy from another shell
-  with
-                             LAGUNA_HOSTS unset: inventory.py finds the sandbox
+  sandbox.py run -- CMD...   bring up the servers and one box, run CMD with LAGUNA_HOSTS set,
+                             tear down
+  sandbox.py up              bring them up and wait (Ctrl-C tears down); deploy from another
+                             shell with LAGUNA_HOSTS unset: inventory.py finds the sandbox
   sandbox.py clean           remove boxes a killed run left behind
 Needs root and the packages scripts/setup.sh installs.
 """

@@ -1,10 +1,13 @@
-# NVIDIA Container Toolkit from NVIDIA's apt repository (signed-by keyring, no apt-key), pinned
-# and held; the docker runtime is configured only when daemon.json lacks it.
+# NVIDIA Container Toolkit from NVIDIA's apt repository (signed-by keyring, no apt-key): its four
+# packages pinned to one version together and held (installing the first alone at a version older
+# than the repository's newest does not resolve); the docker runtime is configured only when
+# daemon.json lacks it.
 from pyinfra import host
 from pyinfra.operations import files
 
 from laguna_kit.operations.nvidia import nvidia_runtime_configured
 from laguna_kit.operations.packages import apt_present
+from laguna_kit.sources import toolkit_packages
 
 d = host.data
 KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.asc"  # apt reads armored .asc keys
@@ -17,14 +20,18 @@ files.download(
 )
 files.template(
     name="NVIDIA Container Toolkit apt source",
-    src="files/nvidia-container-toolkit.list.j2",
+    src="files/apt-source.list.j2",
     dest="/etc/apt/sources.list.d/nvidia-container-toolkit.list",
-    repo=d.nvidia_toolkit_repo,
+    task="tasks/container_toolkit.py",
+    what="NVIDIA's container toolkit repository",
+    url=f"{d.nvidia_toolkit_repo}/$(ARCH)",
+    suite="/",
+    components="",
     keyring=KEYRING,
 )
 apt_present(
-    name=f"NVIDIA Container Toolkit {d.nvidia_toolkit_version}, held",
-    packages=[f"nvidia-container-toolkit={d.nvidia_toolkit_version}"],
+    name=f"NVIDIA Container Toolkit {d.nvidia_toolkit_version} (its four packages), held",
+    packages=toolkit_packages(d.nvidia_toolkit_version),
     hold=True,
 )
 nvidia_runtime_configured(name="Docker knows the nvidia runtime (nvidia-ctk, only when missing)")

@@ -1,59 +1,97 @@
-# NVIDIA driver: the distribution's packages (Debian non-free / Ubuntu's -server branch), held,
-# nouveau blacklisted, a reboot when the fresh driver is not yet loaded, then nvidia-smi must agree.
-from pyinfra import host
+# NVIDIA driver R580 or newer (the image is CUDA 13), from the one table in laguna_kit/sources.py:
+# Debian 12 from NVIDIA's CUDA repository with its branch-pinning package first, Ubuntu from its
+# archive (signed prebuilt modules under Secure Boot). A working driver that already meets the
+# image's CUDA requirement is kept, whatever installed it. Otherwise: compute pieces named, the
+# headers metapackage, every driver package held, nouveau kept out, a reboot when allowed; then
+# nvidia-smi must agree.
+from pyinfra import host, logger
 from pyinfra.facts.server import KernelVersion, LinuxDistribution
 from pyinfra.operations import files
 
+from laguna_kit import images, sources
+from laguna_kit.facts.nvidia import NvidiaSmiGpus
+from laguna_kit.facts.server import SecureBoot
 from laguna_kit.operations.nvidia import (
     nouveau_out_of_initramfs,
+    nvidia_compute_present,
     nvidia_driver_loaded,
     nvidia_gpus_verified,
 )
 from laguna_kit.operations.packages import apt_present
 
 d = host.data
-distro = host.get_fact(LinuxDistribution)
-kernel_headers = (
-    f"linux-headers-{host.get_fact(KernelVersion)}"  # DKMS builds against the running kernel
-)
-
-if distro["name"] == "Debian":
-    files.template(
-        name="Debian non-free components (NVIDIA driver)",
-        src="files/debian-nonfree.list.j2",
-        dest="/etc/apt/sources.list.d/laguna-debian-nonfree.list",
-        mirror=d.debian_mirror,
-        keyring=d.debian_mirror_keyring,
-        codename=distro["release_meta"].get("VERSION_CODENAME", "bookworm"),
-    )
-    driver_packages = [kernel_headers, "nvidia-driver"]
-else:
-    driver_packages = [kernel_headers, f"nvidia-driver-{d.nvidia_driver_branch}-server"]
-
+smi = host.get_fact(NvidiaSmiGpus)
+need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
+keep = smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: judged after the pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
-files.put(
-    name="Blacklist nouveau",
-    src="files/blacklist-nouveau.conf",
-    dest=f"/etc/modprobe.d/{NOUVEAU_CONF}",
-)
-nouveau_out_of_initramfs(
-    name="Initramfs without nouveau (rebuilt while it could still load it)", conf=NOUVEAU_CONF
-)
 
-apt_present(
-    name=f"NVIDIA driver packages ({', '.join(driver_packages)}), held against unattended upgrades",
-    packages=driver_packages,
-    hold=True,
-)
-
-nvidia_driver_loaded(
-    name="NVIDIA driver loaded (reboot when allowed)",
-    allow_reboot=d.nvidia_allow_reboot,
-)
+if keep:
+    version = ", ".join(sorted({g.driver_version for g in smi["gpus"]}))
+    logger.info(
+        f"{host.name}: keeping the working NVIDIA driver {version} (CUDA {smi['cuda']}, "
+        f"{smi['path']}): no driver package is installed over it"
+    )
+else:
+    plan = sources.driver_plan(
+        sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"]),
+        branch=d.nvidia_driver_branch,
+        open_modules=d.nvidia_driver_open,
+        secure_boot=host.get_fact(SecureBoot),
+        kernel=host.get_fact(KernelVersion),
+        cuda_repo=d.nvidia_cuda_repo,
+    )
+    if plan.repo:
+        files.download(
+            name=f"Signing key of {plan.channel}",
+            src=plan.key,
+            dest=sources.CUDA_KEYRING,
+            mode="644",
+        )
+        files.template(
+            name=f"apt source: {plan.channel}",
+            src="files/apt-source.list.j2",
+            dest="/etc/apt/sources.list.d/laguna-cuda.list",
+            task="tasks/driver.py",
+            what=plan.channel,
+            url=plan.repo,
+            suite="/",
+            components="",
+            keyring=sources.CUDA_KEYRING,
+        )
+    files.put(
+        name="Blacklist nouveau",
+        src="files/blacklist-nouveau.conf",
+        dest=f"/etc/modprobe.d/{NOUVEAU_CONF}",
+    )
+    nouveau_out_of_initramfs(
+        name="Initramfs without nouveau (rebuilt while it could still load it)", conf=NOUVEAU_CONF
+    )
+    if plan.first:
+        apt_present(
+            name=f"Driver branch {d.nvidia_driver_branch} pinned first ({', '.join(plan.first)})",
+            packages=plan.first,
+            hold=True,
+        )
+    apt_present(
+        name=f"NVIDIA driver R{d.nvidia_driver_branch} from {plan.channel} "
+        f"({', '.join(plan.packages)}), held against unattended upgrades",
+        packages=plan.packages,
+        hold=True,
+    )
+    if plan.headers:
+        apt_present(
+            name=f"Kernel headers metapackage {plan.headers} (the next kernel gets a module too)",
+            packages=[plan.headers],
+        )
+    nvidia_driver_loaded(
+        name="NVIDIA driver loaded (reboot when allowed)",
+        allow_reboot=d.nvidia_allow_reboot,
+    )
 
 nvidia_gpus_verified(
     name="nvidia-smi sees the GPUs the recipe needs",
     gpu_count=d.gpu_count,
     gpu_min_memory_mib=d.gpu_min_memory_mib,
-    driver_branch=d.nvidia_driver_branch,
+    driver_branch=None if keep else d.nvidia_driver_branch,
 )
+nvidia_compute_present(name="The driver's compute pieces: nvidia-smi, libcuda, NVML, persistenced")

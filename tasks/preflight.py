@@ -1,39 +1,54 @@
 # Pre-flight: refuse a box that cannot serve the champion, before anything on it changes.
-from pyinfra import host
+from pyinfra import host, logger
+from pyinfra.facts.server import LinuxDistribution
 
+from laguna_kit import images, sources
 from laguna_kit.facts.checkpoints import FileSizes
 from laguna_kit.hub import HubError, source_checkpoint
 from laguna_kit.operations.server import preflight
 from laguna_kit.profiles import ProfileError, render
 from laguna_kit.settings import checkpoint_pairs, knobs_of
 
-# Space still needed = what the hub says the pinned checkpoints are, less what is already on disk.
 d = host.data
-need_mib, early_problem = (
-    0,
-    None,
-)  # a reason to refuse found before the op runs (hub, serving flags)
+# Reasons to refuse found before the operation runs (hub, serving flags), refused with the rest.
+problems = []
+# Space still needed = what the hub says the pinned checkpoints are, less what is already on disk.
+need_mib = 0
 try:
     for repo, rev in checkpoint_pairs(d):
         ckpt = source_checkpoint(d, repo, rev)
         have = host.get_fact(FileSizes, path=f"{d.model_dir}/{ckpt.folder}")
         need_mib += sum(f.size for f in ckpt.files if have.get(f.path) != f.size) // (1 << 20)
 except HubError as exc:
-    early_problem = str(exc)
+    problems.append(str(exc))
 try:
-    render(
-        knobs_of(d)
-    )  # a bad serving_mode or a flag the recipe saw crash: refuse now, not mid-deploy
+    render(knobs_of(d))  # a bad serving_mode or a flag the recipe saw crash: refuse now
 except ProfileError as exc:
-    early_problem = f"{early_problem}; {exc}" if early_problem else str(exc)
+    problems.append(str(exc))
+
+# The image's CUDA requirement, read from its registry: a working driver is judged against it.
+need, unread = images.requirement_or_reason(d.image_registry, d.vllm_image)
+if unread:
+    logger.warning(f"{host.name}: {unread}; a driver already on the box is judged after the pull")
+try:
+    distro = sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"])
+    channel = sources.driver_plan(
+        distro, d.nvidia_driver_branch, d.nvidia_driver_open, False, "", d.nvidia_cuda_repo
+    ).channel
+except sources.SourceError:
+    channel = "its driver table"  # the OS check below names the unsupported distribution
 
 preflight(
-    name="Pre-flight: OS, GPUs, disk, RAM, /dev/shm",
+    name="Pre-flight: OS, GPUs, driver vs the image's CUDA, disk, RAM, /dev/shm",
+    image_ref=d.vllm_image,
+    image_need={"cuda_version": need.cuda_version, "require": need.require} if need else None,
+    replace_driver=d.nvidia_driver_replace,
+    driver_source=channel,
     gpu_count=d.gpu_count,
     gpu_min_memory_mib=d.gpu_min_memory_mib,
     model_dir=d.model_dir,
     need_mib=need_mib + d.checkpoint_free_margin_gib * 1024,
     min_ram_mib=d.min_ram_mib,
     min_shm_mib=d.min_shm_mib,
-    early_problem=early_problem,
+    early_problem="; ".join(problems) or None,
 )

@@ -194,7 +194,9 @@ def test_nftables_restart_reload_and_stop_keep_the_kit_table(guarded):
                 assert health is not None, action
                 assert ssh_works(b), action
         assert probe.samples >= 3 and probe.answered == [], probe.answered
-        assert tcp_connects(b.tailnet_v4, 29500, ns=boxmod.TAILNET_NS), "tailnet lost the port"
+        assert curl_from(boxmod.TAILNET_NS, f"http://{b.tailnet_v4}:29500/") is not None, (
+            "tailnet peers lost the port"
+        )
         assert_tailnet_only(b)
     finally:
         b.run("systemctl stop lgk-second-listener", check=False)
@@ -234,7 +236,11 @@ def test_serving_unit_requires_the_table(guarded):
         assert "the kit firewall table inet laguna_kit is not loaded: not serving" in journal
         assert curl_from(None, f"http://{b.address}:8080/health") is None
     finally:
-        b.run("nft -f /etc/laguna-kit/firewall.nft && systemctl start laguna-vllm.service")
+        # the failed starts count towards the crash-loop limit: reset it, as an operator would
+        b.run(
+            "nft -f /etc/laguna-kit/firewall.nft && systemctl reset-failed laguna-vllm.service "
+            "&& systemctl start laguna-vllm.service"
+        )
     deadline = time.monotonic() + 60
     while (
         time.monotonic() < deadline
@@ -265,8 +271,7 @@ def test_an_owner_listener_is_named_before_the_first_load_and_kept_when_listed(m
 
 def test_docker_published_port_cannot_bypass_the_api_rule(make_box, deploy, sandbox):
     """The bypass tried for real: Docker with its own iptables NAT publishes the API port; the
-    DNAT'd
-    packets never meet the input hook, and the kit's forward chain is what stops them."""
+    DNAT'd packets never meet the input hook, and the kit's forward chain is what stops them."""
     b = make_box()
     # Docker as distributions run it: its own bridge and NAT rules (only vfs storage is the
     # harness's).

@@ -2,10 +2,9 @@
 
 Drills proved elsewhere, each asserting that nothing was lost:
 - wrong hardware refused before any change: test_preflight.py (H200, 4080s, two cards; 0 changed
-ops);
+  ops);
 - download killed mid-shard then resumed (<= 1.05x the missing bytes), corrupted and truncated
-shards
-  named and repaired, an index naming a missing shard: test_models.py;
+  shards named and repaired, an index naming a missing shard: test_models.py;
 - gate failure -> automatic rollback, previous release serving: test_service.py;
 - bad inventory or data (unknown knob, wrong type, bad mode name, unsafe values) rejected before any
   host is contacted: test_hostsfile.py.

@@ -79,13 +79,18 @@ def smoke(base: str, model: str, timeout: float = 120) -> dict:
             "messages": [{"role": "user", "content": SMOKE_PROMPT}],
             "max_tokens": 32,
             "temperature": 0,
+            # The recipe serves with thinking on: 32 tokens can end inside the thinking, leaving
+            # content null. The smoke asks for an answer, so it turns thinking off for itself.
+            "chat_template_kwargs": {"enable_thinking": False},
         },
     )
     if r.status_code != 200:
         raise GateFailure(f"chat completion failed: HTTP {r.status_code} {r.text[:300]}")
-    text = (r.json()["choices"][0]["message"].get("content") or "").strip()
+    message = r.json()["choices"][0]["message"]
+    # content, else what the reasoning parser put aside (a server that ignores the kwarg)
+    text = (message.get("content") or message.get("reasoning") or "").strip()
     if not text:
-        raise GateFailure("chat completion returned no text")
+        raise GateFailure(f"chat completion returned no text: {json.dumps(message)[:300]}")
     return {
         "models": ids,
         "max_model_len": models["data"][ids.index(model)].get("max_model_len"),

@@ -1,15 +1,14 @@
 """laguna-release: numbered releases of the serving unit on this box, and switching between them.
 
-    laguna_release.py list                    releases, the current one marked
-    laguna_release.py state --json            state, current release, last gate, unit (for the
-    deploy)
-    laguna_release.py install-incoming        number the release the deploy uploaded and activate it
-    laguna_release.py activate N              run release N
-    laguna_release.py rollback [--to N]       run the previous release (or N)
+    laguna_release.py list                releases, the current one marked
+    laguna_release.py state --json        state, current release, last gate, unit (the deploy's)
+    laguna_release.py install-incoming    number the release the deploy uploaded, activate it
+    laguna_release.py activate N          run release N
+    laguna_release.py rollback [--to N]   run the previous release (or N)
     laguna_release.py validate [--auto-rollback]
-                                              run the gate on the current release; on failure roll
-                                              back, validate the restored release, and fail
-    laguna_release.py stop                    stop serving (the unit stays installed)
+                                          run the gate on the current release; on failure roll
+                                          back, validate the restored release, and fail
+    laguna_release.py stop                stop serving (the unit stays installed)
 
 A release folder holds release.json (what ran: mode, image digest, revisions, flags, time) and the
 unit file. This module is the only reader and writer of that layout; the deploy asks it

@@ -10,8 +10,7 @@ from pyinfra.api import FactBase
 
 class DockerConfigState(FactBase):
     """``{"config_mtime": int|None, "started": int|None}``: daemon.json's mtime and when dockerd
-    last
-    started (None when it is not running)."""
+    last started (None when it is not running)."""
 
     def command(self):
         return (
@@ -42,3 +41,21 @@ class DockerImageDigest(FactBase):
     def process(self, output):
         digests = json.loads(output[-1]) or []
         return digests[0].split("@", 1)[1] if digests else None
+
+
+class DockerImageEnv(FactBase):
+    """The environment a pulled image's config sets (``{"CUDA_VERSION": ..., ...}``), None when
+    the image is not pulled."""
+
+    def requires_command(self, ref):
+        return "docker"
+
+    def command(self, ref):
+        return (
+            f"docker image inspect --format '{{{{json .Config.Env}}}}' {shlex.quote(ref)} "
+            "2>/dev/null || echo null"
+        )
+
+    def process(self, output):
+        env = json.loads(output[-1])
+        return None if env is None else dict(e.split("=", 1) for e in env if "=" in e)

@@ -33,8 +33,7 @@ class Listeners(FactBase):
     """Sockets listening on addresses other than loopback, each
     ``{"proto", "address", "port", "process", "pid", "kit": bool}``, ``kit`` True for a process of
     the serving container (same cgroup as its main process); and ``"policy"``: whether the rules
-    file
-    already holds the kit's default-drop policy (so the owner's listeners were checked before).
+    file already holds the kit's default-drop policy (so the owner's listeners were checked before).
 
     ``{"listeners": [...], "policy": bool}``.
     """

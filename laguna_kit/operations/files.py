@@ -52,8 +52,8 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
 
     .. code:: python
 
-        json_merged(name="daemon.json", path="/etc/docker/daemon.json", wanted={"log-driver":
-        "journald"})
+        json_merged(name="daemon.json", path="/etc/docker/daemon.json",
+                    wanted={"log-driver": "journald"})
     """
     current = read_json(path)
     if current is not None and not isinstance(current, dict):

@@ -7,8 +7,9 @@ import time
 from pyinfra import host
 from pyinfra.api import OperationError, operation
 
-from .. import hardware
-from ..facts.nvidia import NouveauInitramfs, NvidiaSmiGpus, PciGpus
+from .. import hardware, images
+from ..facts.docker import DockerImageEnv
+from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus, PciGpus
 from .files import read_json
 
 
@@ -91,7 +92,7 @@ def nvidia_gpus_verified(
 
     + gpu_count: GPUs wanted
     + gpu_min_memory_mib: memory each needs
-    + driver_branch: the loaded driver's version must start with it
+    + driver_branch: the loaded driver's version must start with it (None: a kept driver)
     + settle_s: how long nvidia-smi may still fail right after a reboot
 
     **Example:**
@@ -114,7 +115,7 @@ def nvidia_gpus_verified(
         )
     problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib)
     versions = {g.driver_version for g in smi["gpus"]}
-    wrong = [v for v in versions if not v.startswith(f"{driver_branch}.")]
+    wrong = [v for v in versions if driver_branch and not v.startswith(f"{driver_branch}.")]
     if wrong:
         problems.append(
             f"driver {', '.join(sorted(wrong))} is loaded, nvidia_driver_branch is {driver_branch}"
@@ -145,3 +146,66 @@ def nvidia_runtime_configured(config: str = "/etc/docker/daemon.json"):
         host.noop("docker already has the nvidia runtime")
         return
     yield f"nvidia-ctk runtime configure --runtime=docker --config={config}"
+
+
+@operation()
+def nvidia_compute_present():
+    """
+    The driver's compute pieces are there, whatever installed them: nvidia-smi, the CUDA driver
+    library (libcuda.so.1), NVML (libnvidia-ml.so.1) and the persistence daemon.
+
+    **Example:**
+
+    .. code:: python
+
+        nvidia_compute_present(name="Compute pieces of the driver")
+    """
+    found = host.get_fact(NvidiaComputePieces)
+    missing = [name for name, path in found.items() if not path]
+    if missing and host.state.is_executing:
+        raise OperationError(
+            f"{host.name}: the NVIDIA driver lacks {', '.join(missing)} (found: "
+            f"{', '.join(f'{k} {v}' for k, v in found.items() if v) or 'nothing'}): "
+            "install the driver's compute packages (DEPLOYMENT.md, the driver table)"
+        )
+    host.noop(
+        "compute pieces: " + ", ".join(f"{k} {v or 'after the install'}" for k, v in found.items())
+    )
+    yield from ()
+
+
+@operation()
+def image_cuda_checked(ref: str):
+    """
+    Before the serving unit starts: the pulled image's CUDA requirement (its NVIDIA_REQUIRE_CUDA)
+    is met by the driver's CUDA version, as nvidia-container-toolkit will demand at start.
+
+    + ref: the pulled image reference
+
+    **Example:**
+
+    .. code:: python
+
+        image_cuda_checked(name="Driver runs the image", ref="vllm/vllm-openai:v0.25.1")
+    """
+    env = host.get_fact(DockerImageEnv, ref=ref)
+    smi = host.get_fact(NvidiaSmiGpus)
+    if env is None or not smi["ok"]:
+        if host.state.is_executing:
+            raise OperationError(
+                f"{host.name}: cannot check {ref} against the driver: "
+                + ("the image is not pulled" if env is None else smi["message"])
+            )
+        host.noop("checked once the image is pulled and the driver loaded")
+        return
+    need = images.from_env(env)
+    if not need.met_by(smi["cuda"]):
+        version = ", ".join(sorted({g.driver_version for g in smi["gpus"]}))
+        raise OperationError(
+            f"{host.name}: {ref} requires {need.describe()}, the driver {version} supports CUDA "
+            f"{smi['cuda'] or 'unknown'}: nvidia-container-toolkit would refuse the container "
+            "(unsatisfied condition). Install the R580 driver or newer (nvidia_driver_replace = "
+            "true lets the kit do it); the serving unit was not started"
+        )
+    host.noop(f"{ref} requires {need.describe()}; the driver supports CUDA {smi['cuda']}")
+    yield from ()

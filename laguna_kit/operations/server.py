@@ -8,7 +8,8 @@ from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 from pyinfra.facts.server import Arch, Command, LinuxDistribution
 
-from .. import hardware
+from .. import hardware, images
+from ..facts.nvidia import NvidiaSmiGpus
 from ..facts.server import FreeSpaceMiB, MemTotalMiB, SecureBoot
 from .nvidia import gpus_seen
 
@@ -17,6 +18,10 @@ SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
 
 @operation()
 def preflight(
+    image_ref: str,
+    image_need: dict | None,
+    replace_driver: bool,
+    driver_source: str,
     gpu_count: int,
     gpu_min_memory_mib: int,
     model_dir: str,
@@ -35,6 +40,10 @@ def preflight(
     + min_ram_mib: RAM floor
     + min_shm_mib: free /dev/shm floor
     + early_problem: a reason found before the operation ran (hub, serving flags), refused together
+    + image_ref: the pinned image
+    + image_need: its CUDA requirement ({"cuda_version", "require"}; None when it could not be read)
+    + replace_driver: a working driver too old for the image may be replaced (else refused)
+    + driver_source: where the kit's driver would come from (named in the refusal)
 
     **Example:**
 
@@ -55,6 +64,7 @@ def preflight(
         problems.append(f"found {arch}, need x86_64")
     gpus, source = gpus_seen()
     problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
+    problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
     free = host.get_fact(FreeSpaceMiB, path=model_dir)
     if free < need_mib:
         problems.append(
@@ -87,6 +97,28 @@ def preflight(
         f"{model_dir}, {ram} MiB RAM, {shm} MiB /dev/shm"
     )
     yield from ()  # a check, never a change
+
+
+def driver_problems(
+    image_ref: str, image_need: dict | None, replace: bool, source: str
+) -> list[str]:
+    """A working driver whose CUDA is older than the image needs: refused unless replaceable."""
+    smi = host.get_fact(NvidiaSmiGpus)
+    if not smi["ok"] or not image_need:
+        return []
+    need = images.CudaRequirement(**image_need)
+    if need.met_by(smi["cuda"]) or replace:
+        return []
+    version = ", ".join(sorted({g.driver_version for g in smi["gpus"]}))
+    return [
+        f"found NVIDIA driver {version} (CUDA {smi['cuda'] or 'unknown'}) at {smi['path']}, the "
+        f"image "
+        f"{image_ref} requires {need.describe()}: the R580 driver or newer (GeForce cards have no "
+        f"CUDA "
+        "forward compatibility). Set nvidia_driver_replace = true to let the kit install its "
+        "driver "
+        f"from {source}, or upgrade the driver yourself"
+    ]
 
 
 REBOOT_MARKER = "/run/laguna-kit/awaiting-reboot"  # /run is a tmpfs on every systemd distro

@@ -343,8 +343,8 @@ class Box:
         self, command: str, check: bool = True, timeout: float = 120, via_tailnet: bool = False
     ) -> subprocess.CompletedProcess:
         """Run a command in the box as root over SSH, the way an operator would (`via_tailnet`:
-        from a
-        tailnet peer to the box's tailnet address, instead of over its ordinary interface)."""
+        from a tailnet peer to the box's tailnet address, instead of over its ordinary
+        interface)."""
         key = harness_ssh_key()
         prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
         proc = subprocess.run(

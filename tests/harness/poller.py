@@ -1,8 +1,8 @@
 """A client that polls several endpoints' /v1/models until stopped, like a user of the fleet.
 
-Run inside the tailnet peers' namespace (``ip netns exec lgk-tailnet python -m
-tests.harness.poller``)
-so it reaches the boxes the way a tailnet user does. On SIGTERM it writes every sample to --out:
+Run inside the tailnet peers' namespace
+(``ip netns exec lgk-tailnet python -m tests.harness.poller``) so it reaches the boxes the way a
+tailnet user does. On SIGTERM it writes every sample to --out:
 ``[{"t": seconds, "up": [bool per url]}, ...]``; an endpoint is up when it answers 200 and lists
 laguna.
 """

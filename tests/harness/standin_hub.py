@@ -11,8 +11,7 @@ Test controls (not part of the hub API), under ``/_standin/``:
                        after that many bytes (a killed transfer), ``{"corrupt": {"<path>": true}}``:
                        served bytes are flipped while the metadata stays right (a bad mirror),
                        ``{"slow": {"<path>": bytes_per_second}}``: that file is served slowly until
-                       the
-                       next reset (a long transfer to interrupt).
+                       the next reset (a long transfer to interrupt).
 """
 
 from __future__ import annotations

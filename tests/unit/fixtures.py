@@ -8,8 +8,8 @@ Operation case: {"args": {kwargs}, "facts": {"<module>.<Fact>": value, or {"k=v,
                  "executing": bool (default true)}
                 and one of "commands": [...], "noop": "text the no-op starts with",
                 "exception": {"name": "OperationError", "message": "text it contains"}.
-Commands are compared as strings; an upload as {"upload": dest}, a Python step as {"function":
-true}.
+Commands are compared as strings; an upload as {"upload": dest}, a Python step as
+{"function": true}.
 """
 
 from __future__ import annotations

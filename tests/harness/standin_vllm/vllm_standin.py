@@ -52,6 +52,17 @@ MODEL = ARGS["model"] or FLAGS.get("model")
 SERVED = FLAGS.get("served-model-name", MODEL)
 MAX_LEN = int(FLAGS.get("max-model-len", 262144))
 SPEC = json.loads(FLAGS["speculative-config"]) if "speculative-config" in FLAGS else None
+# Reasoning as vLLM's parser returns it (REALWORLD.md §5, vllm reasoning parsers): with
+# --reasoning-parser and enable_thinking on (the recipe's --default-chat-template-kwargs), the text
+# before the end-of-thinking marker goes to message.reasoning (the old reasoning_content name is
+# gone) and message.content is null when max_tokens runs out inside the thinking.
+REASONING = "reasoning-parser" in FLAGS
+DEFAULT_KWARGS = json.loads(FLAGS.get("default-chat-template-kwargs", "{}"))
+THINKING = (
+    "The user wants one exact sentence back and nothing else, so I will not add any words before "
+    "or "
+    "after it, no punctuation changes, no markdown, and no explanation of what I am doing here."
+).split()
 CACHE = os.path.dirname(MODEL.rstrip("/")) if MODEL else "/"
 STATE = {
     "dead": False,
@@ -215,29 +226,36 @@ class Handler(BaseHTTPRequestHandler):
             threading.Timer(0.5, lambda: os._exit(1)).start()
             return
         words = reply_for(text).split() if chat else (["x"] * max_tokens)
+        kwargs = dict(DEFAULT_KWARGS, **(req.get("chat_template_kwargs") or {}))
+        thought = (
+            THINKING[:max_tokens] if chat and REASONING and kwargs.get("enable_thinking") else []
+        )
+        answer_room = max_tokens - len(thought)
         words = (
             (words * (max_tokens // max(len(words), 1) + 1))[:max_tokens]
             if not chat
-            else words[:max_tokens]
+            else words[: max(answer_room, 0)]
         )
-        finish = "length" if len(words) >= max_tokens else "stop"
-        out = " ".join(words)
+        finish = "length" if len(thought) + len(words) >= max_tokens else "stop"
+        out = " ".join(words) if words or not thought else None
+        reasoning = " ".join(thought) if thought else None
         usage = {
             "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(words),
-            "total_tokens": prompt_tokens + len(words),
+            "completion_tokens": len(thought) + len(words),
+            "total_tokens": prompt_tokens + len(thought) + len(words),
         }
         with LOCK:
             STATE["prompt_tokens"] += prompt_tokens
-            STATE["gen_tokens"] += len(words)
-        account(len(words))
+            STATE["gen_tokens"] += len(thought) + len(words)
+        account(len(thought) + len(words))
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         obj = "chat.completion" if chat else "text_completion"
         if not req.get("stream"):
             choice = {"index": 0, "finish_reason": finish, "logprobs": None}
-            choice.update(
-                {"message": {"role": "assistant", "content": out}} if chat else {"text": out}
-            )
+            message = {"role": "assistant", "content": out}
+            if REASONING:
+                message["reasoning"] = reasoning
+            choice.update({"message": message} if chat else {"text": out})
             return self.send_json(
                 {
                     "id": rid,
@@ -269,6 +287,16 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
             self.wfile.flush()
 
+        for i, w in enumerate(thought if chat else []):
+            event(
+                [
+                    {
+                        "index": 0,
+                        "delta": {"reasoning": (" " if i else "") + w},
+                        "finish_reason": None,
+                    }
+                ]
+            )
         for i, w in enumerate(words):
             piece = (" " if i else "") + w
             event(

@@ -1,0 +1,48 @@
+"""laguna_kit/hub.py: the hub's answers become one line each, before anything changes."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from laguna_kit import hub
+
+PINNED = "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"
+
+
+class MovedHub(BaseHTTPRequestHandler):
+    """Answers model_info for any revision with another commit (a moved or rewritten ref)."""
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        body = json.dumps(
+            {"id": "poolside/Laguna-S-2.1-INT4", "sha": "f" * 40, "siblings": []}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_unreachable_hub_is_one_line_naming_it():
+    with pytest.raises(hub.HubError) as exc:
+        hub.checkpoint("http://127.0.0.1:9", "poolside/Laguna-S-2.1-INT4", PINNED, "HF_TOKEN")
+    assert str(exc.value).startswith("cannot reach the hub at http://127.0.0.1:9: ConnectError")
+    assert "\n" not in str(exc.value)
+
+
+def test_a_pinned_revision_answered_with_another_commit_is_refused():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), MovedHub)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{srv.server_address[1]}"
+        with pytest.raises(
+            hub.HubError, match=f"answered the pinned revision {PINNED} with commit f{{40}}"
+        ):
+            hub.checkpoint(endpoint, "poolside/Laguna-S-2.1-INT4", PINNED, "HF_TOKEN")
+    finally:
+        srv.shutdown()
