@@ -11,6 +11,7 @@ HOST_PACKAGES=(
   iproute2 iputils-ping nftables    # harness: namespaces, veth links, packet tests
   docker.io docker-registry         # harness: build the stand-in image, serve the local registry
   apt-utils dpkg-dev gnupg curl     # harness: build and sign the stand-in apt repositories
+  gcc                               # harness: stub ELF libraries of the stand-in driver
 )
 
 missing=()

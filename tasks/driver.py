@@ -5,6 +5,7 @@
 # headers metapackage, every driver package held, nouveau kept out, a reboot when allowed; then
 # nvidia-smi must agree.
 from pyinfra import host, logger
+from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.server import KernelVersion, LinuxDistribution
 from pyinfra.operations import files
 
@@ -20,9 +21,18 @@ from laguna_kit.operations.nvidia import (
 from laguna_kit.operations.packages import apt_present
 
 d = host.data
+plan = sources.driver_plan(
+    sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"]),
+    branch=d.nvidia_driver_branch,
+    open_modules=d.nvidia_driver_open,
+    secure_boot=host.get_fact(SecureBoot),
+    kernel=host.get_fact(KernelVersion),
+    cuda_repo=d.nvidia_cuda_repo,
+)
 smi = host.get_fact(NvidiaSmiGpus)
 need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
-keep = smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: judged after the pull
+ours = all(name in host.get_fact(DebPackages) for name in plan.packages)  # the kit's, kept managed
+keep = not ours and smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: after pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
 
 if keep:
@@ -32,14 +42,6 @@ if keep:
         f"{smi['path']}): no driver package is installed over it"
     )
 else:
-    plan = sources.driver_plan(
-        sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"]),
-        branch=d.nvidia_driver_branch,
-        open_modules=d.nvidia_driver_open,
-        secure_boot=host.get_fact(SecureBoot),
-        kernel=host.get_fact(KernelVersion),
-        cuda_repo=d.nvidia_cuda_repo,
-    )
     if plan.repo:
         files.download(
             name=f"Signing key of {plan.channel}",

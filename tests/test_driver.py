@@ -16,8 +16,33 @@ def test_bare_box_converges_with_reboot_then_changes_nothing(make_box, deploy):
         "nvidia-smi --query-gpu=name,memory.total --format=csv,noheader"
     ).stdout.splitlines()
     assert rows == ["NVIDIA GeForce RTX 3090, 24576 MiB"] * 4
-    held = b.run("apt-mark showhold").stdout.split()
-    assert {"nvidia-driver", "nvidia-container-toolkit"} <= set(held)
+    # R580 from the CUDA repository (which also holds 590): pinned first, every piece held.
+    assert "Driver Version: 580.95.05" in b.run("nvidia-smi").stdout
+    held = set(b.run("apt-mark showhold").stdout.split())
+    assert {
+        "nvidia-driver-pinning-580",
+        "nvidia-kernel-dkms",
+        "nvidia-driver-cuda",
+        "nvidia-smi",
+        "libcuda1",
+        "libnvidia-ml1",
+        "nvidia-persistenced",
+    } <= held, held
+    # The toolkit's four packages at the pinned version, although the repository has a newer one.
+    assert "1.18.0-1" in b.run("apt-cache policy nvidia-container-toolkit-base").stdout
+    toolkit = (
+        "nvidia-container-toolkit",
+        "nvidia-container-toolkit-base",
+        "libnvidia-container-tools",
+        "libnvidia-container1",
+    )
+    versions = b.run("dpkg-query -W -f='${Package} ${Version}\\n' " + " ".join(toolkit)).stdout
+    assert sorted(versions.split("\n")[:-1]) == sorted(f"{p} 1.17.8-1" for p in toolkit), versions
+    assert set(toolkit) <= held
+    assert (
+        b.run("dpkg-query -W -f='${Status}' linux-headers-amd64").stdout == "install ok installed"
+    )
+    assert "nvidia-driver " not in b.run("dpkg -l | awk '{print $2\" \"}'").stdout
     assert "blacklist nouveau" in b.run("cat /etc/modprobe.d/laguna-blacklist-nouveau.conf").stdout
     src = b.run("cat /etc/apt/sources.list.d/nvidia-container-toolkit.list").stdout
     assert "signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.asc" in src
@@ -50,7 +75,7 @@ def test_reboot_needed_but_not_allowed_stops_with_instructions(make_box, deploy)
     assert not res.ok
     assert "the NVIDIA driver is installed but not loaded" in res.output
     assert "set nvidia_allow_reboot=True" in res.output
-    assert b.run("dpkg-query -W -f='${Status}' nvidia-driver").stdout == "hold ok installed"
+    assert b.run("dpkg-query -W -f='${Status}' nvidia-kernel-dkms").stdout == "hold ok installed"
     # The operator reboots by hand; the re-run then converges without rebooting again.
     b.run("systemctl reboot", check=False)
     import time
@@ -60,3 +85,66 @@ def test_reboot_needed_but_not_allowed_stops_with_instructions(make_box, deploy)
     res = deploy(b, data={"nvidia_allow_reboot": False})
     assert res.ok, res.explain()
     assert not any("reboot" in name for name in res.changed())
+
+
+DRIVER_535 = {"version": "535.261.03", "cuda": "12.2"}  # a driver a .run left, too old for CUDA 13
+
+
+def test_a_535_driver_is_refused_before_any_change_and_checked_again_before_serving(
+    make_box, deploy
+):
+    b = make_box(driver=DRIVER_535)
+    before = b.run("dpkg -l | md5sum; ls /etc/apt/sources.list.d").stdout
+    res = deploy(b)
+    assert not res.ok
+    assert (
+        "found NVIDIA driver 535.261.03 (CUDA 12.2) at /usr/local/nvidia/bin/nvidia-smi"
+        in res.output
+    )
+    assert "requires CUDA >= 13.0 (cuda>=13.0)" in res.output, res.explain()
+    assert "nvidia_driver_replace = true" in res.output
+    assert (
+        res.changed() == []
+        and b.run("dpkg -l | md5sum; ls /etc/apt/sources.list.d").stdout == before
+    )
+
+    # When the registry cannot be read before the pull, the pulled image is checked before the
+    # unit starts; the stand-in toolkit's hook would refuse the container as the real one does.
+    res = deploy(b, data={"image_registry": "http://127.0.0.1:9"})
+    assert not res.ok
+    assert "cannot read vllm/vllm-openai:v0.25.1 from http://127.0.0.1:9" in res.output
+    assert (
+        "requires CUDA >= 13.0 (cuda>=13.0), the driver 535.261.03 supports CUDA 12.2" in res.output
+    )
+    assert b.run("test -e /etc/systemd/system/laguna-vllm.service", check=False).returncode != 0
+    run = b.run(
+        "docker run --rm --gpus all --entrypoint true vllm/vllm-openai:v0.25.1",
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode != 0
+    assert (
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please "
+        "update your driver to a newer version"
+    ) in run.stderr, run.stderr
+
+
+def test_a_working_r580_driver_that_no_package_installed_is_kept(make_box, deploy):
+    b = make_box(driver={"version": "580.95.05", "cuda": "13.0"})
+    res = deploy(b)
+    assert res.ok, res.explain()
+    assert "keeping the working NVIDIA driver 580.95.05 (CUDA 13.0" in res.output
+    packages = b.run("dpkg-query -W -f='${Package}\\n'").stdout.split()
+    driver = [
+        p
+        for p in packages
+        if p.startswith(("nvidia-kernel", "nvidia-smi", "nvidia-driver", "libcuda", "libnvidia-ml"))
+    ]
+    assert driver == [], driver
+    assert b.run("test -e /etc/apt/sources.list.d/laguna-cuda.list", check=False).returncode != 0
+    assert (
+        json.loads(b.run("curl -s http://127.0.0.1:8080/v1/models").stdout)["data"][0]["id"]
+        == "laguna"
+    )
+    again = deploy(b)
+    assert again.ok and again.changed() == [], again.changed()

@@ -66,11 +66,27 @@ def test_standin_repos_are_signed_and_install_through_apt(make_box, sandbox):
     assert "NO_PUBKEY" in out or "not signed" in out, out
     b.run("rm /etc/apt/sources.list.d/unsigned.list")
     _add_nvidia_repo(b, urls)
-    b.run(
-        "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
-        "nvidia-container-toolkit"
+    # Two versions, related as the real packages are: the kit's pin alone does not resolve ...
+    b.run("apt-get update -q")
+    alone = b.run("apt-get install -s -q nvidia-container-toolkit=1.17.8-1 2>&1", check=False)
+    assert alone.returncode != 0, alone.stdout
+    assert (
+        "Depends: nvidia-container-toolkit-base (= 1.17.8-1) but 1.18.0-1 is to be installed"
+        in (alone.stdout)
     )
-    assert "NVIDIA Container Toolkit CLI version 1.17.8-1" in b.run("nvidia-ctk --version").stdout
+    # ... the four at one version do, and an unpinned install takes the newest.
+    four = " ".join(
+        f"{p}=1.17.8-1"
+        for p in (
+            "nvidia-container-toolkit",
+            "nvidia-container-toolkit-base",
+            "libnvidia-container-tools",
+            "libnvidia-container1",
+        )
+    )
+    assert b.run(f"apt-get install -s -q {four}", check=False).returncode == 0
+    b.run("DEBIAN_FRONTEND=noninteractive apt-get install -y -q nvidia-container-toolkit")
+    assert "NVIDIA Container Toolkit CLI version 1.18.0-1" in b.run("nvidia-ctk --version").stdout
     b.run('mkdir -p /etc/docker && echo \'{"log-driver": "journald"}\' > /etc/docker/daemon.json')
     b.run("nvidia-ctk runtime configure --runtime=docker")
     cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
@@ -81,11 +97,19 @@ def test_standin_repos_are_signed_and_install_through_apt(make_box, sandbox):
 
 
 def _install_driver(b, urls):
+    """As NVIDIA's guide says for Debian 12: the CUDA repository, the branch pinning first."""
+    repo = f"{urls['cuda_repo']}/debian12/x86_64/"
     b.run(
-        f"echo 'deb [signed-by=/usr/share/keyrings/laguna-harness-archive.gpg] {urls['debian']} "
-        f"bookworm non-free'"
-        " > /etc/apt/sources.list.d/non-free.list && apt-get update -q && "
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q nvidia-driver"
+        f"curl -fsSL {repo}3bf863cc.pub -o /usr/share/keyrings/cuda.asc && echo 'deb "
+        f"[signed-by=/usr/share/keyrings/cuda.asc] {repo} /' > /etc/apt/sources.list.d/cuda.list"
+        " && apt-get update -q"
+    )
+    # Two branches in the repository: unpinned, apt takes 590.
+    assert "Candidate: 590.48.01-1" in b.run("apt-cache policy nvidia-smi").stdout
+    b.run(
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q nvidia-driver-pinning-580 && "
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
+        "nvidia-kernel-dkms nvidia-driver-cuda"
     )
 
 
@@ -123,17 +147,21 @@ def test_standin_driver_needs_a_reboot_then_prints_real_formats(make_box, sandbo
     listing = b.run("nvidia-smi -L").stdout.splitlines()
     assert re.fullmatch(r"GPU 0: NVIDIA GeForce RTX 3090 \(UUID: GPU-[0-9a-f-]{36}\)", listing[0])
     table = b.run("nvidia-smi").stdout
-    assert "Driver Version: 535.247.01" in table and table.count("24576MiB") == 3
+    assert "Driver Version: 580.95.05" in table and "CUDA Version: 13.0" in table
+    assert table.count("24576MiB") == 3
+    libs = b.run("ldconfig -p").stdout
+    assert "libcuda.so.1 (libc6,x86-64)" in libs and "libnvidia-ml.so.1 (libc6,x86-64)" in libs
 
 
 def test_standin_tailscale_joins_the_harness_tailnet(make_box, sandbox):
     b = make_box()
     urls = sandbox.servers.urls(b)
     b.run(
-        f"curl -fsSL {urls['tailscale_key']} -o /usr/share/keyrings/tailscale-archive-keyring.gpg "
+        f"curl -fsSL {urls['tailscale_pkgs']}/debian/bookworm.noarmor.gpg "
+        "-o /usr/share/keyrings/tailscale-archive-keyring.gpg "
         f"&& "
         f"echo 'deb [signed-by=/usr/share/keyrings/tailscale-archive-keyring.gpg] "
-        f"{urls['tailscale_repo']} bookworm main'"
+        f"{urls['tailscale_pkgs']}/debian bookworm main'"
         " > /etc/apt/sources.list.d/tailscale.list && apt-get update -q && "
         "DEBIAN_FRONTEND=noninteractive apt-get install -y -q tailscale"
     )

@@ -59,6 +59,26 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
         gate["passed"] and gate["release"] == 1 and gate["long_context"]["prompt_tokens"] >= 190000
     )
     assert gate["dflash"]["acceptance"] > 0.2
+    # With the recipe's thinking default a 32-token reply ends inside the thinking: content is
+    # null and the text is in message.reasoning (as vLLM's reasoning parser answers). The gate's
+    # smoke passed because it turns thinking off for itself.
+    body = json.dumps(
+        {
+            "model": "laguna",
+            "max_tokens": 32,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": "Reply with exactly: hi"}],
+        }
+    )
+    reply = json.loads(
+        b.run(
+            f"curl -sf http://127.0.0.1:8080/v1/chat/completions "
+            f"-H 'Content-Type: application/json' -d '{body}'"
+        ).stdout
+    )
+    message = reply["choices"][0]["message"]
+    assert message["content"] is None and message["reasoning"], message
+    assert gate["smoke"]["reply"] == "Laguna serving is healthy."
     digest = b.run(
         "docker image inspect --format '{{index .RepoDigests 0}}' vllm/vllm-openai:v0.25.1"
     ).stdout.strip()

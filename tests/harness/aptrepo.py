@@ -4,9 +4,10 @@ Laid out as the real servers are, so the kit's production code path (sources lis
 ``signed-by``, key download, ``apt-get install``, ``pip install --index-url``) runs unchanged and
 only the base URLs and the key differ:
 
-- ``debian/``    a partial Debian mirror: the real distro debs the kit installs (main) and the
-                 stand-in driver (non-free), the suite signed with the harness key;
+- ``debian/``    a partial Debian mirror: the real distro debs the kit installs (main), the suite
+                 signed with the harness key;
 - ``nvidia/``    NVIDIA's flat libnvidia-container repo (``stable/deb/amd64 /``), key at ``gpgkey``;
+- ``cuda/``      NVIDIA's CUDA repository for debian12 (``repos/debian12/x86_64/ /``), the driver;
 - ``tailscale/`` Tailscale's ``stable/debian bookworm main`` repo, key at ``bookworm.noarmor.gpg``;
 - ``pypi/simple/`` wheels for the box-side venv (huggingface_hub and its dependencies).
 """
@@ -22,23 +23,15 @@ from pathlib import Path
 
 from laguna_kit import settings
 
-from . import rootfs
+from . import nvidia_repos, rootfs
 from .errors import HarnessError
 from .paths import cache_dir
 
 HERE = Path(__file__).parent
 STANDINS = HERE / "standin_packages"
 
-# Versions the stand-ins claim. The driver is bookworm non-free's 535 branch; the toolkit is the
-# version the kit pins (read from group_data, so the two cannot drift apart).
-DRIVER_VERSION = "535.247.01"
-VERSIONS = {
-    "DRIVER_VERSION": DRIVER_VERSION,
-    "DRIVER_PACKAGE_VERSION": f"{DRIVER_VERSION}-1~deb12u1",
-    "CUDA_VERSION": "12.2",
-    "TOOLKIT_VERSION": settings.defaults()["nvidia_toolkit_version"],
-    "TAILSCALE_VERSION": "1.90.6",
-}
+# Versions the hand-made stand-ins claim (NVIDIA's repositories: nvidia_repos.py).
+VERSIONS = {"TAILSCALE_VERSION": "1.90.6"}
 # What the box-side venv installs (the kit's own pins); pip resolves their dependencies.
 BOX_WHEELS = settings.defaults()["box_venv_packages"]
 
@@ -108,14 +101,18 @@ def build_standin_deb(name: str, out: Path) -> Path:
     return deb
 
 
-def build_placeholder_deb(name: str, version: str, description: str, out: Path) -> Path:
+def build_placeholder_deb(
+    name: str, version: str, description: str, out: Path, depends: str = ""
+) -> Path:
     """An empty package standing in for one whose real content is useless here (no real kernel)."""
     stage = out / f".stage-{name}"
     shutil.rmtree(stage, ignore_errors=True)
     (stage / "DEBIAN").mkdir(parents=True)
     (stage / "DEBIAN/control").write_text(
         f"Package: {name}\nVersion: {version}\nArchitecture: amd64\nMaintainer: laguna-kit harness "
-        f"<harness@invalid>\nSection: kernel\nPriority: optional\nDescription: STAND-IN "
+        f"<harness@invalid>\nSection: kernel\nPriority: optional\n"
+        + (f"Depends: {depends}\n" if depends else "")
+        + "Description: STAND-IN "
         f"{description}\n"
         " Empty package built by the laguna-kit test harness.\n"
     )
@@ -156,9 +153,10 @@ def build() -> Path:
     root = cache_dir() / "served"
     stamp_inputs = sorted(
         str(p.relative_to(HERE)) + str(p.stat().st_mtime_ns)
-        for p in STANDINS.rglob("*")
+        for tree in (STANDINS, nvidia_repos.HERE)
+        for p in tree.rglob("*")
         if p.is_file()
-    )
+    ) + [str((HERE / "nvidia_repos.py").stat().st_mtime_ns), repr(nvidia_repos.TOOLKIT_VERSIONS)]
     stamp = (
         "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), os.uname().release, *stamp_inputs])
         + "\n"
@@ -178,20 +176,25 @@ def build() -> Path:
     main_pool.mkdir(parents=True)
     for deb in debs.glob("*.deb"):
         shutil.copy(deb, main_pool / deb.name)
-    # The boxes run this machine's kernel, which no archive has headers for.
+    # The boxes run this machine's kernel, which no archive has headers for. The metapackage the
+    # kit installs so the next kernel gets a module depends on the running kernel's headers, as
+    # Debian's does (bookworm: linux-headers-amd64 Depends linux-headers-6.1.0-N-amd64).
     build_placeholder_deb(
         f"linux-headers-{os.uname().release}",
         "1",
         "kernel headers for the harness kernel",
         main_pool,
     )
-    nonfree_pool = deb_root / "pool/non-free"
-    nonfree_pool.mkdir(parents=True)
-    build_standin_deb("nvidia-driver", nonfree_pool)
+    build_placeholder_deb(
+        "linux-headers-amd64",
+        "1",
+        "kernel headers metapackage (follows the harness kernel)",
+        main_pool,
+        depends=f"linux-headers-{os.uname().release}",
+    )
     suite = deb_root / "dists" / rootfs.SUITE
     _index(deb_root, "pool/main", f"dists/{rootfs.SUITE}/main/binary-amd64")
-    _index(deb_root, "pool/non-free", f"dists/{rootfs.SUITE}/non-free/binary-amd64")
-    for comp in ("contrib", "non-free-firmware"):
+    for comp in ("contrib", "non-free", "non-free-firmware"):
         _write_empty(suite / comp / "binary-amd64")
     _sign(
         suite,
@@ -202,13 +205,21 @@ def build() -> Path:
         "APT::FTPArchive::Release::Origin=Debian",
     )
 
-    # NVIDIA's flat repository.
+    # NVIDIA's flat repositories: the container toolkit's, and the CUDA repository's for debian12.
+    work = root / ".stubs"
     flat = root / "nvidia/stable/deb/amd64"
     flat.mkdir(parents=True)
-    build_standin_deb("nvidia-container-toolkit", flat)
+    nvidia_repos.build_toolkit_repo(flat, work)
     _index(flat, ".", ".")
     _sign(flat, "APT::FTPArchive::Release::Origin=NVIDIA-standin")
     (root / "nvidia/gpgkey").write_bytes(public_armored)
+    cuda = root / "cuda/repos/debian12/x86_64"
+    cuda.mkdir(parents=True)
+    nvidia_repos.build_cuda_repo(cuda, work)
+    _index(cuda, ".", ".")
+    _sign(cuda, "APT::FTPArchive::Release::Origin=NVIDIA-CUDA-standin")
+    (cuda / "3bf863cc.pub").write_bytes(public_armored)
+    shutil.rmtree(work)
 
     # Tailscale's repository.
     ts_root = root / "tailscale/stable/debian"

@@ -113,12 +113,11 @@ class Sandbox:
     def host_data(self, b: boxmod.Box) -> dict:
         u = self.servers.urls(b)
         return {
-            "debian_mirror": u["debian"],
-            "debian_mirror_keyring": "/usr/share/keyrings/laguna-harness-archive.gpg",
+            "nvidia_cuda_repo": u["cuda_repo"],
             "nvidia_toolkit_repo": u["nvidia_repo"],
             "nvidia_toolkit_key_url": u["nvidia_key"],
-            "tailscale_repo": u["tailscale_repo"],
-            "tailscale_key_url": u["tailscale_key"],
+            "tailscale_pkgs_url": u["tailscale_pkgs"],
+            "image_registry": u["registry"],
             "pip_index_url": u["pip_index"],
             "pip_trusted_host": b.control_address,
             "hf_endpoint": u["hf_endpoint"],

@@ -107,13 +107,13 @@ class Servers:
             "debian": f"{base}:{PACKAGE_PORT}/debian",
             "nvidia_repo": f"{base}:{PACKAGE_PORT}/nvidia/stable/deb",
             "nvidia_key": f"{base}:{PACKAGE_PORT}/nvidia/gpgkey",
-            "tailscale_repo": f"{base}:{PACKAGE_PORT}/tailscale/stable/debian",
-            "tailscale_key": (
-                f"{base}:{PACKAGE_PORT}/tailscale/stable/debian/{rootfs.SUITE}.noarmor.gpg"
-            ),
+            "cuda_repo": f"{base}:{PACKAGE_PORT}/cuda/repos",
+            "tailscale_pkgs": f"{base}:{PACKAGE_PORT}/tailscale/stable",
             "pip_index": f"{base}:{PACKAGE_PORT}/pypi/simple",
             "hf_endpoint": f"{base}:{HUB_PORT}",
             "registry_mirror": f"{base}:{REGISTRY_PORT}",
+            # the control machine reads the image's config from the registry itself
+            "registry": f"http://127.0.0.1:{REGISTRY_PORT}",
         }
 
     def stop(self) -> None:
@@ -143,12 +143,23 @@ def _wait_http(url: str, timeout: float, what: str) -> None:
     raise HarnessError(f"{what} did not answer on {url} within {timeout}s")
 
 
+# The CUDA variables of vLLM's unsuffixed images (CUDA 13 base since vllm-project/vllm#39878; the
+# exact minor of v0.25.1 is not confirmed: REALWORLD.md §1). NVIDIA_REQUIRE_CUDA has the shape of
+# NVIDIA's CUDA images: a cuda>= clause and brand clauses, none of them for GeForce.
+IMAGE_ENV = {
+    "CUDA_VERSION": "13.0.1",
+    "NVIDIA_REQUIRE_CUDA": "cuda>=13.0 brand=unknown,driver>=535,driver<536 "
+    "brand=grid,driver>=535,driver<536 brand=tesla,driver>=535,driver<536 "
+    "brand=nvidia,driver>=535,driver<536 brand=quadro,driver>=535,driver<536",
+}
+
+
 def ensure_standin_image() -> None:
     """Build the stand-in vLLM image and push it to the registry, unless the same one is there."""
     ref = kit_image()
     repo, tag = ref.rsplit(":", 1)
     digest = hashlib.sha256(
-        STANDIN_VLLM.read_bytes() + str(rootfs.image_rootfs()).encode()
+        STANDIN_VLLM.read_bytes() + str(rootfs.image_rootfs()).encode() + repr(IMAGE_ENV).encode()
     ).hexdigest()[:16]
     stamp = cache_dir() / "registry" / ".standin-image"
     if stamp.exists() and stamp.read_text() == f"{ref} {digest}\n" and _registry_has(repo, tag):
@@ -177,6 +188,7 @@ def ensure_standin_image() -> None:
                 'ENTRYPOINT ["python3", "/opt/standin/vllm_standin.py"]',
                 "--change",
                 "LABEL org.opencontainers.image.title=laguna-kit-standin-vllm",
+                *[arg for k, v in IMAGE_ENV.items() for arg in ("--change", f'ENV {k}="{v}"')],
                 str(tar_path),
                 target,
             ]
