@@ -11,7 +11,10 @@ import os
 import re
 from dataclasses import dataclass
 
+from .boxtools.names import UnsafeName, safe_name  # the box tools' own rule, one place
+
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+INDEX = "model.safetensors.index.json"
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,9 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
     if is_pinned(revision) and info.sha != revision:
         raise HubError(
             f"{repo}: the hub at {endpoint} answered the pinned revision {revision} "
-            f"with "
-            f"commit {info.sha}: refusing a checkpoint other than the pinned one"
+            f"with commit {info.sha}: refusing a checkpoint other than the pinned one"
         )
+    checked_names(repo, endpoint, [s.rfilename for s in info.siblings or []])
     files = tuple(
         HubFile(
             s.rfilename,
@@ -89,6 +92,15 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
         for s in info.siblings or []
     )
     return Checkpoint(repo, info.sha, files)
+
+
+def checked_names(repo: str, source: str, paths: list) -> None:
+    """Every file name is a plain relative path before anything is planned with it."""
+    for path in paths:
+        try:
+            safe_name(path)
+        except UnsafeName as exc:
+            raise HubError(f"{repo} at {source}: {exc}; nothing was changed") from None
 
 
 def network_errors() -> tuple[type[BaseException], ...]:
@@ -144,6 +156,7 @@ def checkpoint_from_mirror(mirror: str, repo: str, revision: str) -> Checkpoint:
             f"{folder}/{MIRROR_MANIFEST} describes {doc.get('repo')}@{doc.get('revision')}, "
             f"not {repo}@{revision}"
         )
+    checked_names(repo, f"{folder}/{MIRROR_MANIFEST}", [f.get("path") for f in doc["files"]])
     return Checkpoint(
         repo,
         revision,
@@ -209,6 +222,8 @@ def not_verified(ckpt: Checkpoint, stats: dict, state: dict) -> list[str]:
         return [
             f"record is for revision {state.get('revision')}" if state else "no verification record"
         ]
+    if any(f.path == INDEX for f in ckpt.files) and not state.get("index_checked"):
+        return [f"{INDEX} not checked against the shards"]
     wanted = {f.path for f in ckpt.files}
     return [why for _, why in judge(ckpt, stats, state)] + [
         f"{p} is not part of {ckpt.commit[:12]}"

@@ -141,6 +141,12 @@ def render(d, image_digest: str | None = None) -> Serving:
         }
         vllm += ["--speculative-config", json.dumps(speculative)]
     vllm += ["--served-model-name", get("served_model_name"), *extra_args]
+    bad = [a for a in [*docker_args, *vllm] if any(ord(c) < 0x20 or ord(c) == 0x7F for c in str(a))]
+    if bad:  # a newline would end ExecStart= and start a directive of its own
+        raise ProfileError(
+            f"refusing serving_mode {mode!r}: control characters in {bad[0]!r} "
+            "(vllm_extra_args, container_extra_env or a profile value)"
+        )
     image = get("vllm_image")
     if image_digest:
         image = f"{image.rsplit(':', 1)[0]}@{image_digest}"

@@ -49,7 +49,7 @@ def releases(b):
 def test_converge_serves_laguna_through_the_unit(served, deploy):
     b, first = served
     assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
-    assert b.run("systemctl show laguna-vllm -p Restart --value").stdout.strip() == "on-failure"
+    assert b.run("systemctl show laguna-vllm -p Restart --value").stdout.strip() == "always"
     models = json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)
     assert models["data"][0]["id"] == "laguna" and models["data"][0]["max_model_len"] == 204800
     log = b.run("journalctl -u laguna-vllm --no-pager").stdout

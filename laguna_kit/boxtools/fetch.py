@@ -33,12 +33,13 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import threading
 import time
 
-from . import revisions
+from . import names, revisions
 from .layout import PARTIAL, QUARANTINE, VERIFIED_RECORD
 
 CHUNK = 1 << 20
@@ -146,6 +147,8 @@ class Downloader:
                     have = 0  # the server ignored Range: start over
                 elif resp.status_code not in (200, 206):
                     raise FetchError(f"{entry['path']}: HTTP {resp.status_code} from the hub")
+                elif resp.status_code == 206:
+                    check_range(entry, have, resp.headers.get("content-range", ""), part)
                 with open(part, "r+b" if have else "wb") as fh:
                     fh.seek(have)
                     fh.truncate()
@@ -162,6 +165,20 @@ class Downloader:
                 f"resume"
             )
         place(self.dest, part, entry, self.counter)
+
+
+def check_range(entry: dict, have: int, content_range: str, part: str) -> None:
+    """A 206 must continue exactly where the part ends, for this file's size: anything else
+    would splice other bytes in (a proxy's range, another file's length)."""
+    m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+|\*)", content_range.strip())
+    if m and int(m.group(1)) == have and m.group(3) in ("*", str(entry["size"])):
+        return
+    os.unlink(part)
+    raise FetchError(
+        f"{entry['path']}: asked to resume at byte {have}, the hub answered Content-Range "
+        f"{content_range!r} (size {entry['size']} expected): the part was discarded; "
+        "re-run to fetch it whole"
+    )
 
 
 class Uploaded:
@@ -233,13 +250,18 @@ def disk_full(dest: str, entry: dict) -> FetchError:
 
 
 def check_index(dest: str, manifest: list[dict]) -> None:
-    names = {e["path"] for e in manifest}
+    listed = {e["path"] for e in manifest}
     index_name = "model.safetensors.index.json"
-    shards = {n for n in names if n.endswith(".safetensors")}
-    if index_name not in names:
+    shards = {n for n in listed if n.endswith(".safetensors")}
+    if index_name not in listed:
         return
     with open(os.path.join(dest, index_name)) as fh:
         referenced = set(json.load(fh).get("weight_map", {}).values())
+    for name in referenced:
+        try:
+            names.inside(dest, name)
+        except names.UnsafeName as exc:
+            raise FetchError(f"{index_name}: {exc}") from None
     missing = sorted(referenced - {n for n in shards if os.path.isfile(os.path.join(dest, n))})
     if missing:
         raise FetchError(f"{index_name} names shards that are not present: {', '.join(missing)}")
@@ -276,6 +298,11 @@ def sync(args) -> dict:
     with open(args.manifest) as fh:
         manifest_doc = json.load(fh)
     manifest, revision = manifest_doc["files"], manifest_doc["revision"]
+    for entry in manifest:  # before anything is written: a name must stay inside dest
+        try:
+            names.safe_name(entry["path"])
+        except names.UnsafeName as exc:
+            raise FetchError(f"the manifest for {args.repo}: {exc}; nothing was written") from None
     dest = args.dest
     # Another revision in this folder is kept whole for the releases that need it, not overwritten.
     selected = revisions.select_revision(dest, revision)
@@ -403,6 +430,10 @@ def sync(args) -> dict:
     if uploaded:
         shutil.rmtree(uploaded, ignore_errors=True)
     check_index(dest, manifest)
+    # Recorded only once the index matched: a failed index check is never a no-op next run.
+    save_state(
+        dest, {"repo": args.repo, "revision": revision, "files": files_state, "index_checked": True}
+    )
     return dict(
         counter,
         files=len(manifest),

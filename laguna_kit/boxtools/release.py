@@ -98,12 +98,26 @@ class Releases:
         return {
             "state": self.state() if os.path.exists(self.state_path) else {},
             "current": self.current_meta(),
+            "unit_drift": self.unit_drift(),
             "gate": gate,
             "unit": {
                 "active": props.get("ActiveState") == "active",
                 "since": int(since) if since.isdigit() else None,
             },
         }
+
+    def unit_drift(self) -> list[str]:
+        """How the installed unit differs from the current release's (a hand edit): diff lines."""
+        import difflib
+
+        n = self.state().get("current")
+        if n is None or n not in self.numbers():
+            return []
+        wanted, found = self.release_unit(n), self.installed_unit() or ""
+        if wanted == found:
+            return []
+        diff = difflib.unified_diff(wanted.splitlines(), found.splitlines(), lineterm="", n=0)
+        return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")][:12]
 
     def install_incoming(self) -> int:
         incoming = os.path.join(self.root, "incoming")
@@ -125,9 +139,33 @@ class Releases:
         self.activate(n)
         return n
 
-    def activate(self, n: int) -> None:
-        if n not in self.numbers():
-            raise ReleaseError(f"no release {n}; have {self.numbers()}")
+    def installed_unit(self) -> str | None:
+        try:
+            with open(os.path.join(UNIT_DIR, self.unit)) as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+
+    def release_unit(self, n: int) -> str:
+        with open(os.path.join(self.folder(n), self.unit)) as fh:
+            return fh.read()
+
+    def install_unit(self, text: str | None) -> None:
+        """Put `text` (None: no unit) where systemd reads it; daemon-reload only on a real change
+        (a reload can detach GPUs from running containers)."""
+        if text == self.installed_unit():
+            return
+        dest = os.path.join(UNIT_DIR, self.unit)
+        if text is None:
+            os.unlink(dest)
+        else:
+            tmp = dest + ".laguna-tmp"
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, dest)
+        run("systemctl", "daemon-reload")
+
+    def select_checkpoints(self, n: int, check_only: bool = False) -> None:
         checkpoints = self.meta(n).get("spec", {}).get("checkpoints", [])
         for ck in checkpoints:  # refuse before anything moves when a needed revision is gone
             if not revisions.available(ck["dest"], ck["revision"]):
@@ -136,51 +174,102 @@ class Releases:
                     "this box (pruned, or never fetched here): run deploy.py with that "
                     "revision pinned to fetch it"
                 )
+        if check_only:
+            return
         for ck in checkpoints:
             if revisions.select_revision(ck["dest"], ck["revision"]) == "restored":
                 print(f"{ck['dest']}: revision {ck['revision'][:12]} restored from {STASH}")
-        src = os.path.join(self.folder(n), self.unit)
-        dest = os.path.join(UNIT_DIR, self.unit)
-        with open(src) as fh:
-            wanted = fh.read()
-        try:
-            with open(dest) as fh:
-                changed = fh.read() != wanted
-        except FileNotFoundError:
-            changed = True
-        if changed:
-            tmp = dest + ".laguna-tmp"
-            with open(tmp, "w") as fh:
-                fh.write(wanted)
-            os.replace(tmp, dest)
-            run("systemctl", "daemon-reload")
+
+    def activate(self, n: int) -> None:
+        """Run release `n`, as one transaction: if it does not start, the unit, the checkpoints
+        and the service of the release that ran before are put back, and state.json still names
+        it."""
+        if n not in self.numbers():
+            raise ReleaseError(f"no release {n}; have {self.numbers()}")
+        self.select_checkpoints(n, check_only=True)
+        before = self.state().get("current")
+        old_unit = self.installed_unit()
+        self.select_checkpoints(n)
+        self.install_unit(self.release_unit(n))
         run("systemctl", "enable", "--quiet", self.unit)
         run("systemctl", "reset-failed", self.unit, check=False)
-        run("systemctl", "restart", self.unit)
+        try:
+            run("systemctl", "restart", self.unit)
+        except ReleaseError as exc:
+            if before is not None and before != n and before in self.numbers():
+                self.select_checkpoints(before)
+                self.install_unit(old_unit)
+                run("systemctl", "reset-failed", self.unit, check=False)
+                run("systemctl", "restart", self.unit, check=False)
+                raise ReleaseError(
+                    f"release {n} did not start ({exc}); release {before} is back in place"
+                ) from None
+            raise
         state = self.state()
-        if state.get("current") != n:
-            state["previous"] = state.get("current")
         state["current"] = n
         state.setdefault("history", []).append(
             {"release": n, "activated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         )
+        state["previous"] = self.previous_of(state)
         self.save(state)
         print(f"release {n} active ({self.meta(n).get('mode')}, {self.meta(n).get('image')})")
 
+    @staticmethod
+    def previous_of(state: dict) -> int | None:
+        """The release that ran before the current one and did not fail its gate (never a toggle
+        back to a failed release)."""
+        failed = set(state.get("failed", []))
+        for entry in reversed(state.get("history", [])):
+            n = entry.get("release")
+            if n != state.get("current") and n not in failed:
+                return n
+        return None
+
     def rollback(self, to: int | None) -> int:
+        """Activate release `to` (re-activating the current one restarts it), or the previous one
+        that did not fail its gate."""
         state = self.state()
-        target = to if to is not None else state.get("previous")
+        if to is not None:
+            self.activate(to)
+            print(f"rolled back to release {to}")
+            return to
+        target = self.previous_of(state)
         if target is None:
-            current = state.get("current")
-            older = [n for n in self.numbers() if current is None or n < current]
+            current, failed = state.get("current"), set(state.get("failed", []))
+            older = [
+                n
+                for n in self.numbers()
+                if n != current and n not in failed and (current is None or n < current)
+            ]
             target = older[-1] if older else None
         if target is None:
-            raise ReleaseError("no previous release to roll back to")
-        if target == state.get("current"):
-            raise ReleaseError(f"release {target} is already current")
+            skipped = sorted(state.get("failed", []))
+            raise ReleaseError(
+                "no previous release to roll back to"
+                + (
+                    f" (releases that failed their gate are skipped: {skipped}; "
+                    "name one with --to N)"
+                    if skipped
+                    else ""
+                )
+            )
         self.activate(target)
         print(f"rolled back to release {target}")
         return target
+
+    def mark_failed(self, n: int | None) -> None:
+        if n is None:
+            return
+        state = self.state()
+        state["failed"] = sorted(set(state.get("failed", [])) | {n})
+        state["previous"] = self.previous_of(state)
+        self.save(state)
+
+    def mark_passed(self, n: int | None) -> None:
+        state = self.state()
+        if n in state.get("failed", []):
+            state["failed"] = [f for f in state["failed"] if f != n]
+            self.save(state)
 
     def gate(self) -> bool:
         """Run the gate (in the kit's venv) on whichever release is current; True when it passed."""
@@ -197,10 +286,14 @@ class Releases:
         return subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
 
     def validate(self, auto_rollback: bool) -> bool:
-        """The current release passes the gate, or (auto_rollback) the previous one is restored and
-        validated; either way a failed gate is a failed validation."""
+        """The current release passes the gate, or it is marked failed and (auto_rollback) the
+        previous good release is restored and validated; either way a failed gate is a failed
+        validation. With nothing to roll back to, the failing release is stopped."""
+        current = self.state().get("current")
         if self.gate():
+            self.mark_passed(current)
             return True
+        self.mark_failed(current)
         if not auto_rollback:
             return False
         say("the gate failed: rolling back to the previous release")
@@ -208,10 +301,16 @@ class Releases:
             self.rollback(None)
         except ReleaseError as exc:
             print(f"laguna-release: {exc}", file=sys.stderr)
+            run("systemctl", "stop", self.unit, check=False)
+            say(
+                f"release {current} failed its gate and there is no release to roll back to: it is "
+                f"stopped, not left serving (journalctl -u {self.unit}; TROUBLESHOOTING.md)"
+            )
             return False
         if self.gate():
             say("the previous release serves and passed the gate")
         else:
+            self.mark_failed(self.state().get("current"))
             say("the previous release FAILED the gate too: stop and diagnose (TROUBLESHOOTING.md)")
         return False
 

@@ -12,12 +12,19 @@ from . import sections
 
 class ReleaseState(FactBase):
     """``{"state": state.json, "current": the current release.json, "gate": the last gate result,
-    "unit": {"active": bool, "since": unix seconds of its last start or None}}``, from
+    "unit": {"active": bool, "since": unix seconds of its last start or None}, "unit_drift": diff
+    lines between the installed unit and the current release's}``, from
     ``laguna_release.py state --json``; the default before the box tools are installed."""
 
     @staticmethod
     def default():
-        return {"state": {}, "current": {}, "gate": {}, "unit": {"active": False, "since": None}}
+        return {
+            "state": {},
+            "current": {},
+            "gate": {},
+            "unit": {"active": False, "since": None},
+            "unit_drift": [],
+        }
 
     def command(self, kit_dir, unit):
         launcher = shlex.quote(f"{kit_dir}/bin/laguna_release.py")

@@ -40,11 +40,16 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
     current = st["current"]
     if current and current.get("spec") == spec:
-        if st["unit"]["active"]:
+        # Edited by hand: the next restart would serve flags no release has.
+        if st.get("unit_drift"):
+            logger.warning(
+                f"{host.name}: the installed {unit} differs from release {current.get('number')}'s "
+                f"(edited on the box?): {'; '.join(st['unit_drift'])}; putting the release's back"
+            )
+            yield release_command(kit_dir, unit, "activate", current.get("number"))
+        elif st["unit"]["active"]:
             host.noop(f"release {current.get('number')} ({spec['mode']}, {digest}) is current")
-        # stopped by an operator, or a crash loop that systemd gave up on: start it (the gate
-        # follows)
-        else:
+        else:  # stopped by an operator, or a crash loop systemd gave up on: start; the gate follows
             q = shlex.quote(unit)
             yield f"systemctl reset-failed {q} 2>/dev/null; systemctl start {q}"
         return

@@ -68,8 +68,9 @@ def test_rollback_goes_to_the_previous_release_and_refuses_what_makes_no_sense(b
     incoming(box, mode="speed-128k")
     box.install_incoming()
     assert box.rollback(None) == 1
-    with pytest.raises(release.ReleaseError, match="release 1 is already current"):
-        box.rollback(1)
+    box.calls.clear()
+    assert box.rollback(1) == 1  # re-activating the current release by number restarts it
+    assert ("systemctl", "restart", box.unit) in box.calls
     with pytest.raises(release.ReleaseError, match="no release 7"):
         box.rollback(7)
 
@@ -107,12 +108,49 @@ def test_validate_rolls_back_on_the_box_and_still_fails(box, monkeypatch, capsys
     )
 
 
-def test_validate_with_nothing_to_roll_back_to_says_so(box, monkeypatch, capsys):
+def test_validate_with_nothing_to_roll_back_to_stops_the_release(box, monkeypatch, capsys):
     incoming(box)
     box.install_incoming()
     monkeypatch.setattr(release.Releases, "gate", lambda self: False)
     assert box.validate(auto_rollback=True) is False
-    assert "no previous release to roll back to" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no previous release to roll back to" in err and "it is stopped, not left serving" in err
+    assert ("systemctl", "stop", box.unit) in box.calls
+
+
+def test_a_failed_release_is_skipped_by_rollbacks_unless_named(box, monkeypatch):
+    for mode in ("champion", "speed-128k", "context-first"):
+        incoming(box, mode=mode)
+        box.install_incoming()
+    results = iter([False, True])  # release 3 fails its gate, release 2 passes
+    monkeypatch.setattr(release.Releases, "gate", lambda self: next(results))
+    box.validate(auto_rollback=True)
+    assert box.state()["current"] == 2 and box.state()["failed"] == [3]
+    # "previous" no longer toggles back to the release that just failed
+    assert box.rollback(None) == 1
+    assert box.state()["previous"] == 2
+    assert box.rollback(3) == 3  # by number it is still allowed
+
+
+def test_a_release_that_does_not_start_puts_the_previous_one_back(box, monkeypatch):
+    incoming(box, unit_body="ExecStart=/usr/bin/docker run good")
+    box.install_incoming()
+    real_run = release.run
+
+    def run(*cmd, check=True):
+        box.calls.append(cmd)
+        unit = open(os.path.join(release.UNIT_DIR, box.unit)).read()
+        if cmd[:2] == ("systemctl", "restart") and "bad" in unit:
+            raise release.ReleaseError("systemctl restart failed: Job failed")
+
+    monkeypatch.setattr(release, "run", run)
+    incoming(box, unit_body="ExecStart=/usr/bin/docker run bad")
+    with pytest.raises(release.ReleaseError, match="release 2 did not start .* release 1 is back"):
+        box.install_incoming()
+    assert "run good" in open(os.path.join(release.UNIT_DIR, box.unit)).read()
+    assert box.state()["current"] == 1
+    assert box.snapshot()["current"]["number"] == 1
+    assert real_run is not run
 
 
 def record(folder, revision):
@@ -231,3 +269,69 @@ def test_firewall_state_names_a_missing_or_altered_table(tmp_path, monkeypatch):
     assert firewall.state(str(rules)) == {"table": "altered"}
     live["table"] = ""
     assert firewall.state(str(rules)) == {"table": "missing"}
+
+
+@pytest.mark.parametrize(
+    "name", ["/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a\\b", "a\nb", "", "a/\x7f"]
+)
+def test_names_from_outside_are_refused_before_anything_is_written(name, tmp_path):
+    from laguna_kit.boxtools import names
+
+    with pytest.raises(names.UnsafeName):
+        names.safe_name(name)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "revision": "a" * 40,
+                "files": [
+                    {"path": "config.json", "size": 2, "sha256": None, "blob_id": "b" * 40},
+                    {"path": name, "size": 1, "sha256": "c" * 64, "blob_id": ""},
+                ],
+            }
+        )
+    )
+    dest = tmp_path / "dest"
+    args = type(
+        "A",
+        (),
+        {
+            "manifest": str(manifest),
+            "dest": str(dest),
+            "repo": "r/x",
+            "token_file": None,
+            "rehash": False,
+            "margin_mib": 0,
+            "workers": 1,
+            "endpoint": "http://127.0.0.1:9",
+        },
+    )
+    with pytest.raises(fetch.FetchError, match="not a plain relative path; nothing was written"):
+        fetch.sync(args)
+    assert not dest.exists()
+
+
+def test_a_symlink_cannot_lead_a_name_outside(tmp_path):
+    from laguna_kit.boxtools import names
+
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "sub").symlink_to("/etc")
+    with pytest.raises(names.UnsafeName, match="leads outside"):
+        names.inside(str(tmp_path / "ckpt"), "sub/passwd")
+    assert names.inside(str(tmp_path / "ckpt"), "model.safetensors").endswith(
+        "/ckpt/model.safetensors"
+    )
+
+
+def test_a_resume_answered_with_another_range_is_discarded(tmp_path):
+    part = tmp_path / "f.part"
+    part.write_bytes(b"x" * 100)
+    entry = {"path": "f", "size": 1000}
+    fetch.check_range(entry, 100, "bytes 100-999/1000", str(part))  # exactly where the part ends
+    fetch.check_range(entry, 100, "bytes 100-999/*", str(part))
+    with pytest.raises(fetch.FetchError, match="Content-Range 'bytes 0-999/1000'"):
+        fetch.check_range(entry, 100, "bytes 0-999/1000", str(part))
+    assert not part.exists()
+    part.write_bytes(b"x" * 100)
+    with pytest.raises(fetch.FetchError, match="size 1000 expected"):
+        fetch.check_range(entry, 100, "bytes 100-1999/2000", str(part))

@@ -46,3 +46,46 @@ def test_a_pinned_revision_answered_with_another_commit_is_refused():
             hub.checkpoint(endpoint, "poolside/Laguna-S-2.1-INT4", PINNED, "HF_TOKEN")
     finally:
         srv.shutdown()
+
+
+def test_a_record_without_a_passed_index_check_is_not_converged():
+    files = (
+        hub.HubFile("model.safetensors.index.json", 10, None, "b" * 40),
+        hub.HubFile("model-1.safetensors", 100, "a" * 64, "c" * 40),
+    )
+    ckpt = hub.Checkpoint("poolside/x", PINNED, files)
+    stats = {f.path: {"size": f.size, "mtime_ns": 1, "inode": 2} for f in files}
+    record = {
+        "revision": PINNED,
+        "files": {
+            f.path: {"size": f.size, "mtime_ns": 1, "inode": 2, "hash": f.sha256 or f.blob_id}
+            for f in files
+        },
+    }
+    assert hub.not_verified(ckpt, stats, record) == [
+        "model.safetensors.index.json not checked against the shards"
+    ]
+    assert hub.not_verified(ckpt, stats, dict(record, index_checked=True)) == []
+
+
+def test_a_mirror_manifest_naming_a_file_outside_is_refused(tmp_path):
+    folder = tmp_path / f"poolside__x@{PINNED}"
+    folder.mkdir()
+    (folder / hub.MIRROR_MANIFEST).write_text(
+        json.dumps(
+            {
+                "repo": "poolside/x",
+                "revision": PINNED,
+                "files": [
+                    {
+                        "path": "../../root/.ssh/id_ed25519",
+                        "size": 1,
+                        "sha256": None,
+                        "blob_id": "b" * 40,
+                    }
+                ],
+            }
+        )
+    )
+    with pytest.raises(hub.HubError, match="not a plain relative path; nothing was changed"):
+        hub.checkpoint_from_mirror(str(tmp_path), "poolside/x", PINNED)

@@ -31,6 +31,8 @@ def knobs(**over):
             {"vllm_extra_args": ["--kv-cache-dtype=turboquant_k8v4"]},
             "an experiment, never a serving mode",
         ),
+        ({"vllm_extra_args": ["--max-loras\nExecStartPre=/bin/sh"]}, "control characters in"),
+        ({"container_extra_env": {"X": "a\rb"}}, "control characters in"),
     ],
 )
 def test_what_the_recipe_saw_crash_is_refused(over, message):
@@ -110,7 +112,7 @@ def test_rendered_unit_matches_every_seed_fact():
     assert "/models:/root/.cache/huggingface:ro" in argv and "--served-model-name laguna" in joined
     assert "--kv-cache-dtype" not in joined and "--restart" not in joined and " -p " not in joined
     assert "--port 8080" in joined and "--network host" in joined
-    assert re.search(r"^Restart=on-failure$", unit, re.M) and re.search(
+    assert re.search(r"^Restart=always$", unit, re.M) and re.search(
         r"^StartLimitBurst=3$", unit, re.M
     )
     assert "ExecStartPre=-/usr/bin/docker rm -f vllm-laguna" in unit
