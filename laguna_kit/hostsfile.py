@@ -6,6 +6,8 @@
     user = "root"                  # SSH user (default root)
     port = 22                      # SSH port (default 22)
     key = "~/.ssh/id_ed25519"      # SSH private key (default: your agent / ~/.ssh)
+    sudo = true                    # a non-root user: every command through sudo (passwordless)
+    sudo_user = "root"             # sudo's target user (default root)
     [hosts.data]                   # per-host overrides of group_data/all.py knobs
     nvidia_allow_reboot = true
 
@@ -26,6 +28,8 @@ CONNECTION_FIELDS = {
     "port": int,
     "key": str,
     "known_hosts": str,
+    "sudo": bool,
+    "sudo_user": str,
     "data": dict,
 }
 
@@ -63,7 +67,8 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
                 raise HostsFileError(
                     f"{where}: unknown field {key!r}; allowed: {sorted(CONNECTION_FIELDS)}"
                 )
-            if not isinstance(value, CONNECTION_FIELDS[key]) or isinstance(value, bool):
+            want = CONNECTION_FIELDS[key]
+            if not isinstance(value, want) or (isinstance(value, bool) and want is not bool):
                 raise HostsFileError(
                     f"{where}: {key} must be {CONNECTION_FIELDS[key].__name__}, "
                     f"got {type(value).__name__} {value!r}"
@@ -85,6 +90,10 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
             data["ssh_key"] = os.path.expanduser(entry["key"])
         if "known_hosts" in entry:
             data["ssh_known_hosts_file"] = os.path.expanduser(entry["known_hosts"])
+        if entry.get("sudo"):  # pyinfra's global arguments, as host data
+            data["_sudo"] = True
+        if "sudo_user" in entry:
+            data["_sudo_user"] = entry["sudo_user"]
         out.append((name, data))
     return out
 

@@ -85,7 +85,7 @@ def test_api_answers_on_the_tailnet_only(guarded):
     # there.
     rules = b.run("nft list ruleset").stdout
     assert "table inet laguna_kit" in rules and "table inet tailscale-standin" in rules
-    assert b.run("ls -A /opt/laguna-kit/secrets").stdout.strip() == ""
+    assert b.run("ls -A /run/laguna-kit/secrets").stdout.strip() == ""
 
 
 def test_rerun_changes_nothing(guarded, deploy):

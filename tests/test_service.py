@@ -230,6 +230,25 @@ def test_crash_loop_stops_with_the_first_failure_in_the_journal_and_deploy_recov
     assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
 
 
+def test_a_hand_edited_unit_is_put_back_and_gated(served, deploy):
+    b, _ = served
+    unit = "/etc/systemd/system/laguna-vllm.service"
+    b.run(f"sed -i 's/--max-num-seqs 4/--max-num-seqs 16/' {unit} && systemctl daemon-reload")
+    assert "--max-num-seqs 16" in b.run(f"cat {unit}").stdout
+    gate_before = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)[
+        "started_unix"
+    ]
+    res = deploy(b)
+    assert res.ok, res.explain()
+    assert "differs from release" in res.output and "--max-num-seqs 16" in res.output, res.explain()
+    assert "--max-num-seqs 4 " in b.run(f"cat {unit}").stdout
+    assert json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)["started_unix"] > (
+        gate_before
+    ), "the restored unit was not gated"
+    again = deploy(b)
+    assert again.ok and again.changed() == [], again.changed()
+
+
 def test_status_logs_stop(served, deploy):
     b, _ = served
     st = deploy(b, "tasks/status.py")

@@ -13,7 +13,7 @@ from pyinfra.api import FileUploadCommand, OperationError, operation
 from .. import hub
 from ..boxcli import tool_command
 from ..facts.checkpoints import CheckpointState
-from .secrets import with_secret
+from .secrets import secret_path, with_secret
 
 
 @operation()
@@ -99,7 +99,7 @@ def checkpoint_synced(
             yield FileUploadCommand(os.path.join(src, p), f"{upload}/{p}")
         yield f"{tool_command(kit_dir, 'laguna_fetch.py', *fetch, '--uploaded', upload)} {log}"
         return
-    token_file = f"{kit_dir}/secrets/hf_token"
+    token_file = secret_path(f"hf_token-{ckpt.folder}")
     fetch += ["--endpoint", endpoint, "--token-file", token_file, "--workers", workers]
     yield from with_secret(
         os.environ.get(token_var) or "",

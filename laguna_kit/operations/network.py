@@ -10,7 +10,7 @@ from pyinfra.api import FunctionCommand, OperationError, operation
 
 from ..boxcli import tool_command
 from ..facts.network import FirewallState, Listeners, TailscaleStatus
-from .secrets import with_secret
+from .secrets import secret_path, with_secret
 
 
 @operation()
@@ -44,7 +44,7 @@ def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: 
             f"{host.name} is not on the tailnet and {auth_key_env} is not set on the control "
             f"machine: export {auth_key_env}=tskey-auth-... (an auth key) and re-run"
         )
-    key_file = f"{kit_dir}/secrets/tailscale-authkey"
+    key_file = secret_path("tailscale-authkey")
     extra = (f" --hostname={hostname}" if hostname else "") + (
         f" --advertise-tags={','.join(tags)}" if tags else ""
     )

@@ -106,6 +106,8 @@ class Box:
     # A working driver no package installed (as NVIDIA's .run installer leaves one):
     # {"version": "580.95.05", "cuda": "13.0"}; None: a bare box.
     driver: dict | None = None
+    # The SSH user the kit deploys as: root, or a non-root user with passwordless sudo.
+    login_user: str = "root"
     supervisor: subprocess.Popen | None = None
 
     # --- addresses -------------------------------------------------------------------------
@@ -266,6 +268,14 @@ class Box:
             config[0:4] = bytes.fromhex("de10") + int(g["pci_device"], 16).to_bytes(2, "little")
             config[0x0B] = 0x03
             (dev / "config").write_bytes(bytes(config))
+        if self.login_user != "root":
+            u = self.login_user
+            sh("chroot", str(r), "useradd", "-m", "-s", "/bin/bash", u)
+            (r / f"etc/sudoers.d/{u}").write_text(f"{u} ALL=(ALL) NOPASSWD:ALL\n")
+            (r / f"etc/sudoers.d/{u}").chmod(0o440)
+            (r / f"home/{u}/.ssh").mkdir(mode=0o700)
+            (r / f"home/{u}/.ssh/authorized_keys").write_text((ssh / "authorized_keys").read_text())
+            sh("chroot", str(r), "chown", "-R", f"{u}:{u}", f"/home/{u}/.ssh")
         if self.driver:
             from .nvidia_repos import unpackaged_driver
 

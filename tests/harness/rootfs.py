@@ -30,6 +30,7 @@ BOX_PACKAGES = [
     "systemd-sysv",
     "dbus",
     "openssh-server",
+    "sudo",
     "iproute2",
     "nftables",
     "ca-certificates",

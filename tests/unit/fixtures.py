@@ -8,7 +8,8 @@ Operation case: {"args": {kwargs}, "facts": {"<module>.<Fact>": value, or {"k=v,
                  "executing": bool (default true)}
                 and one of "commands": [...], "noop": "text the no-op starts with",
                 "exception": {"name": "OperationError", "message": "text it contains"}.
-Commands are compared as strings; an upload as {"upload": dest}, a Python step as
+Commands are compared as strings; an upload as {"upload": dest}, one fed a secret on stdin as
+{"command": ..., "stdin": true}, a Python step as
 {"function": true}.
 """
 
@@ -21,7 +22,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from pyinfra.api import FileUploadCommand, FunctionCommand
+from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from laguna_kit import hardware, hub, profiles, settings
@@ -122,6 +123,8 @@ class FakeHost:
 
 
 def command_json(cmd):
+    if isinstance(cmd, StringCommand) and cmd.connector_arguments.get("_stdin"):
+        return {"command": str(cmd), "stdin": True}  # a secret's text is never in a fixture
     if isinstance(cmd, FileUploadCommand):
         return {"upload": cmd.dest}
     if isinstance(cmd, FunctionCommand):
