@@ -1,21 +1,29 @@
-# Docker engine: the distribution's package, daemon.json merged (never replaced), running with the
-# daemon.json it has now (the container toolkit task may have added the nvidia runtime to it).
-from pyinfra import host
+# Docker engine: the one already on the box (Docker CE, docker.io, ...) used as it is, else the
+# distribution's package; daemon.json merged (never replaced); running with the daemon.json it has
+# now (the container toolkit task may have added the nvidia runtime to it).
+from pyinfra import host, logger
+from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server, systemd
 
-from laguna_kit.operations.docker import docker_config_applied
+from laguna_kit.operations.docker import docker_config_applied, docker_engine_checked, owner_engine
 from laguna_kit.operations.files import json_merged
 from laguna_kit.operations.packages import apt_present
+
+d = host.data
+existing = owner_engine(host.get_fact(DebPackages))
 
 # Written before the package is installed, so the engine's very first start already uses it.
 json_merged(
     name="Merge the kit's settings into /etc/docker/daemon.json",
     path="/etc/docker/daemon.json",
-    wanted=host.data.docker_daemon_config,
+    wanted=d.docker_daemon_config,
 )
-apt_present(
-    name=f"Install the Docker engine ({host.data.docker_package})",
-    packages=[host.data.docker_package],
+if existing and existing != d.docker_package:
+    logger.info(f"{host.name}: using the Docker engine already installed ({existing}) as it is")
+else:
+    apt_present(name=f"Install the Docker engine ({d.docker_package})", packages=[d.docker_package])
+docker_engine_checked(
+    name="Docker engine the toolkit supports (19.03+)", package=existing or d.docker_package
 )
 systemd.service(
     name="Docker running and enabled at boot",
@@ -25,5 +33,5 @@ systemd.service(
 )
 docker_config_applied(name="Docker restarted when daemon.json changed since it started")
 
-for user in host.data.docker_group_users:
+for user in d.docker_group_users:
     server.user(name=f"Add {user} to the docker group", user=user, groups=["docker"], append=True)

@@ -63,3 +63,38 @@ def test_standin_image_pulls_by_its_production_name_and_answers(make_box, deploy
         timeout=120,
     ).stdout
     assert json.loads(out)["data"][0]["id"] == "laguna"
+
+
+def test_docker_ce_the_owner_installed_is_never_replaced(make_box, deploy):
+    """Docker CE from Docker's repository is on the box (stand-ins with the real Conflicts): the
+    kit must not install docker.io over it (apt would remove docker-ce); it uses the owner's
+    engine, and refuses by name when that engine is not usable."""
+    from tests.harness import standin_docker_ce
+
+    b = make_box()
+    debs = standin_docker_ce.build(b.root / "root/docker-ce")
+    b.run(
+        "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
+        + " ".join(f"/root/docker-ce/{d.name}" for d in debs),
+        timeout=300,
+    )
+    # The harm is real: apt would remove Docker CE to install docker.io.
+    sim = b.run("apt-get install -s docker.io", timeout=120).stdout
+    assert "Remv docker-ce " in sim, sim
+    res = deploy(b, "tests/deploys/docker.py")
+    assert not res.ok
+    assert (
+        "the Docker engine on this box (docker-ce) is not usable: no docker.service" in res.output
+    ), res.explain()
+    # The kit's apt operation itself refuses an install that would remove a package.
+    guard = deploy(b, "tests/deploys/apt_docker_io.py")
+    assert not guard.ok
+    assert "installing docker.io would remove docker-ce docker-ce-cli" in guard.output or (
+        "installing docker.io would remove docker-ce-cli docker-ce" in guard.output
+    ), guard.explain()
+    status = b.run("dpkg-query -W -f='${Status}' docker-ce docker.io", check=False).stdout
+    assert status.startswith("install ok installed"), status
+    assert (
+        b.run("dpkg-query -W -f='${Status}' docker.io", check=False).stdout
+        != "install ok installed"
+    )

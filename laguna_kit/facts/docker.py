@@ -59,3 +59,19 @@ class DockerImageEnv(FactBase):
     def process(self, output):
         env = json.loads(output[-1])
         return None if env is None else dict(e.split("=", 1) for e in env if "=" in e)
+
+
+class DockerEngine(FactBase):
+    """The engine on the box: ``{"unit": bool (docker.service exists), "version": dockerd's
+    version or ""}``."""
+
+    def command(self):
+        return (
+            "systemctl cat docker.service >/dev/null 2>&1 && echo unit=yes || echo unit=no; "
+            "echo \"version=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version "
+            "\\([^,]*\\).*/\\1/p')\""
+        )
+
+    def process(self, output):
+        got = dict(line.split("=", 1) for line in output if "=" in line)
+        return {"unit": got.get("unit") == "yes", "version": got.get("version", "").strip()}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pyinfra import host
-from pyinfra.api import operation
+import re
 
-from ..facts.docker import DockerConfigState, DockerImageDigest
+from pyinfra import host
+from pyinfra.api import OperationError, operation
+
+from ..facts.docker import DockerConfigState, DockerEngine, DockerImageDigest
 
 
 @operation()
@@ -45,3 +47,47 @@ def image_present(ref: str):
         host.noop(f"{ref} present ({digest})")
         return
     yield f"docker pull -q {ref}"
+
+
+ENGINE_PACKAGES = ("docker-ce", "docker.io", "moby-engine", "docker-engine")
+MIN_ENGINE = (19, 3)  # `docker run --gpus` (the toolkit's hook through Docker) needs 19.03+
+
+
+def owner_engine(installed: dict) -> str | None:
+    """The Docker engine package already on the box, if any (used as it is, never replaced)."""
+    return next((name for name in ENGINE_PACKAGES if name in installed), None)
+
+
+@operation()
+def docker_engine_checked(package: str):
+    """
+    The engine is one the container toolkit supports: a docker.service and dockerd 19.03 or
+    newer. An engine the owner installed is used as it is: when it does not qualify the deploy
+    refuses, naming it, and replaces nothing.
+
+    + package: the engine's package (the owner's, or the one the kit installed)
+
+    **Example:**
+
+    .. code:: python
+
+        docker_engine_checked(name="Docker engine usable", package="docker-ce")
+    """
+    engine = host.get_fact(DockerEngine)
+    version = tuple(int(p) for p in re.findall(r"\d+", engine["version"])[:2])
+    if engine["unit"] and version >= MIN_ENGINE:
+        host.noop(f"{package}: dockerd {engine['version']}")
+        return
+    if not host.state.is_executing:
+        host.noop("checked once the engine is installed")
+        return
+    found = (
+        "no docker.service" if not engine["unit"] else f"dockerd {engine['version'] or 'not found'}"
+    )
+    raise OperationError(
+        f"{host.name}: the Docker engine on this box ({package}) is not usable: {found}, the "
+        "container toolkit needs docker.service with dockerd 19.03 or newer. The kit uses the "
+        "engine you installed as it is and replaces nothing: repair or upgrade it, or remove it "
+        "and re-run (the kit then installs docker_package)"
+    )
+    yield from ()

@@ -24,6 +24,18 @@ def missing(packages: list[str], installed: dict) -> list[str]:
     return out
 
 
+def no_removals(todo: list[str]) -> str:
+    """A command that fails, naming them, when installing `todo` would make apt remove packages
+    (a Conflicts with something the owner installed): the kit never lets apt remove anything."""
+    pkgs = " ".join(todo)
+    return (
+        f"rm=$({APT_ENV} {APT_INSTALL} -s {pkgs} 2>/dev/null | sed -n 's/^Remv \\([^ "
+        f"]*\\).*/\\1/p' "
+        f"| tr '\\n' ' '); if [ -n \"$rm\" ]; then echo \"laguna: installing {pkgs} would remove "
+        '$rm(installed on this box): refusing; nothing was changed" >&2; exit 1; fi'
+    )
+
+
 @operation()
 def apt_present(packages: list[str], hold: bool = False):
     """
@@ -42,6 +54,7 @@ def apt_present(packages: list[str], hold: bool = False):
     todo = missing(packages, host.get_fact(DebPackages))
     if todo:
         yield f"{APT_ENV} apt-get update -q"
+        yield no_removals(todo)
         yield f"{APT_ENV} {APT_INSTALL} {' '.join(todo)}"
     if hold:
         names = [p.partition("=")[0] for p in packages]
