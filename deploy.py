@@ -2,6 +2,7 @@
 from pyinfra import local
 
 local.include("tasks/preflight.py")  # refuse wrong hardware or driver before anything changes
+local.include("tasks/lock.py")  # one deploy at a time (a killed run frees it)
 local.include("tasks/base.py")  # curl, ca-certificates, gnupg: what later steps fetch with
 local.include("tasks/driver.py")
 local.include("tasks/container_toolkit.py")

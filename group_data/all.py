@@ -37,6 +37,7 @@ docker_daemon_config = {}  # merged into /etc/docker/daemon.json (never replaces
 docker_group_users = []  # login users to add to the docker group (root-equivalent: opt in by name)
 
 # --- box_tools: the kit's downloader, release manager and gate on the box ---------------------
+deploy_lock_wait_s = 600  # a second deploy of the same box waits this long for the first, then fails naming it
 pip_index_url = "https://pypi.org/simple"  # where the box-side downloader venv gets huggingface_hub
 pip_trusted_host = ""  # only for a plain-HTTP index (a local mirror); PyPI itself needs none
 box_venv_packages = ["huggingface_hub==2.4.0", "httpx==0.29.0"]  # the box-side tools' venv (pins as requirements.txt)

@@ -3,7 +3,10 @@ and the one builder of their command lines."""
 
 from __future__ import annotations
 
+import getpass
+import os
 import shlex
+import socket
 from pathlib import Path
 
 BOXTOOLS = Path(__file__).resolve().parent / "boxtools"
@@ -15,8 +18,13 @@ BOX_TOOLS = {
     "laguna_release.py": "release",
     "laguna_gate.py": "gate",
     "laguna_firewall.py": "firewall",
+    "laguna_lock.py": "lock",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
+
+
+# Who holds a box's deploy lock: this control machine's run (named in another run's refusal).
+LOCK_HOLDER = f"{getpass.getuser()}@{socket.gethostname()} pyinfra pid {os.getpid()}"
 
 
 def package_files() -> list[tuple[str, str]]:

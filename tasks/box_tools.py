@@ -6,6 +6,7 @@ from pyinfra.operations import files, pip
 
 from laguna_kit.boxcli import BOX_TOOLS, package_files
 from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.server import deploy_locked
 
 d = host.data
 lib = f"{d.kit_dir}/lib"
@@ -30,3 +31,9 @@ for launcher, module in BOX_TOOLS.items():
         lib=lib,
         mode="755",
     )
+# A first deploy takes the lock here, now that its tool is on the box; later runs hold it already.
+deploy_locked(
+    name="One deploy at a time on this box (from here on a first deploy)",
+    kit_dir=d.kit_dir,
+    wait_s=d.deploy_lock_wait_s,
+)

@@ -3,6 +3,13 @@
 from pyinfra import host
 
 from laguna_kit.operations.releases import release_rolled_back, release_validated
+from laguna_kit.operations.server import deploy_locked
+
+deploy_locked(
+    name="One deploy or rollback at a time on this box",
+    kit_dir=host.data.kit_dir,
+    wait_s=host.data.deploy_lock_wait_s,
+)
 
 release_rolled_back(
     name="Roll back to the previous release"

@@ -249,6 +249,42 @@ def test_a_hand_edited_unit_is_put_back_and_gated(served, deploy):
     assert again.ok and again.changed() == [], again.changed()
 
 
+def test_one_deploy_at_a_time_and_a_killed_run_frees_the_box(served, deploy):
+    """Another operator's run holds the box (an SSH session that took the kit's lock): this deploy
+    waits, then fails naming it and changes nothing; once that session dies (a killed run), the
+    lock is free by itself and the deploy goes through."""
+    import subprocess
+
+    b, _ = served
+    holder = subprocess.Popen(
+        b.ssh_argv(
+            "python3 /opt/laguna-kit/bin/laguna_lock.py acquire --holder 'anna@laptop "
+            "pyinfra pid 4242' --wait 5 && sleep 300"
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while (
+            time.monotonic() < deadline
+            and "anna" not in b.run("cat /run/laguna-kit/deploy.lock.json", check=False).stdout
+        ):
+            time.sleep(0.5)
+        refused = deploy(b, data={"deploy_lock_wait_s": 3})
+        assert not refused.ok
+        assert (
+            "another deploy is running on this box: anna@laptop pyinfra pid 4242" in refused.output
+        ), refused.explain()
+        assert refused.changed() == []
+    finally:
+        holder.kill()  # the other operator's run dies: its SSH connection ends
+        holder.wait()
+    res = deploy(b, data={"deploy_lock_wait_s": 30})
+    assert res.ok and res.changed() == [], res.explain()
+
+
 def test_status_logs_stop(served, deploy):
     b, _ = served
     st = deploy(b, "tasks/status.py")

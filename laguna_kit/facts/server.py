@@ -6,6 +6,8 @@ import shlex
 
 from pyinfra.api import FactBase
 
+from ..boxcli import tool_command
+
 
 class FreeSpaceMiB(FactBase):
     """MiB available to unprivileged writers at `path`, or at its nearest existing parent."""
@@ -42,3 +44,30 @@ class MemTotalMiB(FactBase):
 
     def process(self, output):
         return int(output[-1])
+
+
+class DeployLock(FactBase):
+    """Takes (or confirms) the box's deploy lock for this run: ``{"held": bool, "busy": who holds
+    it}``. Not a read-only fact: it is asked only while executing (never in --dry), by the
+    operations that must not overlap with another deploy (laguna_kit/boxtools/lock.py)."""
+
+    @staticmethod
+    def default():
+        return {"held": False, "busy": "", "tools": False}
+
+    def command(self, kit_dir, holder, wait):
+        launcher = shlex.quote(f"{kit_dir}/bin/laguna_lock.py")
+        acquire = tool_command(
+            kit_dir, "laguna_lock.py", "acquire", "--holder", holder, "--wait", int(wait)
+        )
+        return f"if [ -x {launcher} ]; then {acquire}; else echo no-tools; fi; true"
+
+    def process(self, output):
+        text = " ".join(output).strip()
+        if text == "no-tools":
+            return {"held": False, "busy": "", "tools": False}
+        return {
+            "held": text == "held",
+            "busy": text.removeprefix("busy: ") if text != "held" else "",
+            "tools": True,
+        }

@@ -9,8 +9,9 @@ from pyinfra.api import FunctionCommand, OperationError, operation
 from pyinfra.facts.server import Arch, Command, LinuxDistribution
 
 from .. import hardware, images
+from ..boxcli import LOCK_HOLDER
 from ..facts.nvidia import NvidiaSmiGpus
-from ..facts.server import FreeSpaceMiB, MemTotalMiB, SecureBoot
+from ..facts.server import DeployLock, FreeSpaceMiB, MemTotalMiB, SecureBoot
 from .nvidia import gpus_seen
 
 SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
@@ -121,6 +122,40 @@ def driver_problems(
     ]
 
 
+def hold_lock(host, kit_dir: str, wait_s: int) -> None:
+    """This run holds the box's deploy lock (again after a reconnect), or fails naming who."""
+    got = host.get_fact(DeployLock, kit_dir=kit_dir, holder=LOCK_HOLDER, wait=wait_s)
+    if got["busy"]:
+        raise OperationError(
+            f"{host.name}: another deploy is running on this box: {got['busy']}. "
+            "Re-run when it has finished; nothing was changed by this run"
+        )
+
+
+@operation()
+def deploy_locked(kit_dir: str, wait_s: int):
+    """
+    One deploy at a time on a box: this run takes the box's lock (held until its SSH connection
+    ends, so a killed run frees it) or waits `wait_s` seconds, then fails naming the holder. Before
+    the box tools are installed (a first deploy) there is no lock yet.
+
+    + kit_dir: the kit's folder on the box (laguna_lock.py)
+    + wait_s: how long to wait for another deploy to finish
+
+    **Example:**
+
+    .. code:: python
+
+        deploy_locked(name="One deploy at a time", kit_dir="/opt/laguna-kit", wait_s=600)
+    """
+    if not host.state.is_executing:
+        host.noop("taken when the run executes")
+        return
+    hold_lock(host, kit_dir, wait_s)
+    host.noop("this run holds the box's deploy lock")
+    yield from ()
+
+
 REBOOT_MARKER = "/run/laguna-kit/awaiting-reboot"  # /run is a tmpfs on every systemd distro
 
 
@@ -137,6 +172,7 @@ def wait_for_reboot(host, timeout: int) -> None:
             )
             if marker == "rebooted":
                 # Up is not booted: let the boot finish (module loads, DKMS) before the next step.
+                hold_lock(host, host.data.kit_dir, 600)  # the old connection's lock ended with it
                 host.get_fact(
                     Command,
                     command=f"timeout {int(timeout)} systemctl is-system-running --wait; true",

@@ -359,36 +359,36 @@ class Box:
             f"console: {self.log}"
         )
 
+    def ssh_argv(self, command: str, via_tailnet: bool = False) -> list[str]:
+        """The ssh command line that runs `command` in the box as root (a session of its own)."""
+        prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
+        return [
+            *prefix,
+            "ssh",
+            "-i",
+            str(harness_ssh_key()),
+            "-p",
+            str(self.ssh_port),
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "BatchMode=yes",
+            f"root@{self.tailnet_v4 if via_tailnet else self.address}",
+            command,
+        ]
+
     def run(
         self, command: str, check: bool = True, timeout: float = 120, via_tailnet: bool = False
     ) -> subprocess.CompletedProcess:
         """Run a command in the box as root over SSH, the way an operator would (`via_tailnet`:
         from a tailnet peer to the box's tailnet address, instead of over its ordinary
         interface)."""
-        key = harness_ssh_key()
-        prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
         proc = subprocess.run(
-            [
-                *prefix,
-                "ssh",
-                "-i",
-                str(key),
-                "-p",
-                str(self.ssh_port),
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-                "-o",
-                "LogLevel=ERROR",
-                "-o",
-                "BatchMode=yes",
-                f"root@{self.tailnet_v4 if via_tailnet else self.address}",
-                command,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+            self.ssh_argv(command, via_tailnet), capture_output=True, text=True, timeout=timeout
         )
         if check and proc.returncode != 0:
             raise HarnessError(
