@@ -41,3 +41,21 @@ def tool_command(kit_dir: str, launcher: str, *args) -> str:
 def release_command(kit_dir: str, unit: str, *args) -> str:
     """laguna_release.py for this kit_dir and unit, then its subcommand and arguments."""
     return tool_command(kit_dir, "laguna_release.py", "--kit-dir", kit_dir, "--unit", unit, *args)
+
+
+def transient(unit: str, command: str, stdout: str = "null", stderr_file: str = "") -> str:
+    """`command` as a transient systemd service that outlives this SSH session (a dropped
+    connection or a killed run does not stop a download or a rollback half way). A run that finds
+    it still going waits for it instead of starting a second one on the same files. Its stderr is
+    shown when it ends; its exit status is the command's."""
+    u = shlex.quote(unit)
+    err = stderr_file or f"/run/laguna-kit/{unit}.err"
+    props = ["-p", f"StandardOutput={stdout}", "-p", f"StandardError=truncate:{err}"]
+    run = " ".join(
+        shlex.quote(w)
+        for w in ["systemd-run", "--quiet", "--collect", "--wait", f"--unit={unit}", *props, "--"]
+    )
+    return (
+        f"while systemctl is-active -q {u}; do sleep 5; done; mkdir -p /run/laguna-kit; "
+        f"{run} {command}; rc=$?; cat {shlex.quote(err)} >&2 2>/dev/null; exit $rc"
+    )

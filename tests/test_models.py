@@ -307,3 +307,40 @@ def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same
     assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, (
         "a bad file was put in place"
     )
+
+
+def test_a_download_outlives_a_killed_run_and_the_next_run_waits_for_it(make_box, deploy, sandbox):
+    """The control machine's run dies mid-download (Ctrl-C, a dropped SSH connection): the
+    box-side fetch goes on in its own unit; the next run waits for it instead of starting a
+    second one on the same files, and nothing is fetched twice."""
+    import signal
+
+    from tests.harness.deployrun import start_deploy
+
+    b = make_box()
+    hub_control("reset")
+    hub_control("faults", {"slow": {SHARD: 512 << 10}})  # a shard that takes a few seconds
+    run = start_deploy(sandbox, [b], DEPLOY)
+    part = f"{TARGET}/.laguna-partial/{SHARD}.part"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and b.run(f"test -s {part}", check=False).returncode != 0:
+        time.sleep(0.2)
+    run.send_signal(signal.SIGKILL)  # the operator's run is gone, mid-shard
+    run.wait()
+    unit = "laguna-fetch-Laguna-S-2.1-INT4"
+    assert b.run(f"systemctl is-active {unit}", check=False).stdout.strip() == "active", (
+        "the download died with the run"
+    )
+    again = deploy(b, DEPLOY)
+    assert again.ok, again.explain()
+    hub_control("reset")
+    target = [e for e in fetch_log(b) if e["repo"] == standin_hub.TARGET_REPO]
+    assert len(target) == 2 and target[-1]["downloaded_bytes"] == 0, target
+    size = sum(
+        len(data) for data in sandbox.servers.hub.repos[standin_hub.TARGET_REPO].files.values()
+    )
+    assert sum(e["downloaded_bytes"] for e in target) <= 1.05 * size, target
+    assert (
+        b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
+        == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
+    )

@@ -310,6 +310,7 @@ def sync(args) -> dict:
     if args.token_file and os.path.exists(args.token_file):
         with open(args.token_file) as fh:
             token = fh.read().strip() or None
+        os.unlink(args.token_file)  # read once: gone even if no one waits for this run
     counter = {"downloaded_bytes": 0, "hashed_bytes": 0}
     started = time.time()
     state = load_state(dest)

@@ -11,7 +11,7 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, OperationError, operation
 
 from .. import hub
-from ..boxcli import tool_command
+from ..boxcli import tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from .secrets import secret_path, with_secret
 
@@ -65,8 +65,9 @@ def checkpoint_synced(
         return
     state_dir = f"{kit_dir}/state"
     manifest_path = f"{state_dir}/{ckpt.folder}.manifest.json"
-    # every run's record (bytes fetched and hashed): status, benchmarks
-    log = f">> {state_dir}/fetch-log.jsonl"
+    # Every run's record (bytes fetched and hashed) feeds status and the benchmarks.
+    log = f"append:{state_dir}/fetch-log.jsonl"
+    unit = f"laguna-fetch-{ckpt.folder}"
     fetch = [
         "--repo",
         ckpt.repo,
@@ -76,17 +77,13 @@ def checkpoint_synced(
         dest,
         "--margin-mib",
         margin_mib,
+        *(["--rehash"] if rehash else []),
     ]
-    fetch += ["--rehash"] if rehash else []
     yield f"install -d -m 755 {shlex.quote(state_dir)} {shlex.quote(dest)}"
     yield FileUploadCommand(io.StringIO(json.dumps(hub.manifest(ckpt))), manifest_path)
-    if (
-        mirror
-    ):  # offline: push what the box lacks from the control machine's mirror, then verify it there
+    if mirror:  # offline: push what the box lacks from the control machine's mirror, verify there
         src = hub.mirror_folder(mirror, ckpt.repo, ckpt.commit)
-        upload = (
-            f"{dest.rstrip('/')}.laguna-upload"  # beside dest: same filesystem, moved by rename
-        )
+        upload = f"{dest.rstrip('/')}.laguna-upload"  # same filesystem as dest: moved by rename
         paths = hub.unverified_paths(ckpt, seen["stats"], seen["state"])
         lacking = [p for p in paths if not os.path.isfile(os.path.join(src, p))]
         if lacking:
@@ -97,12 +94,14 @@ def checkpoint_synced(
         yield "install -d -m 755 " + " ".join(shlex.quote(x) for x in dirs)
         for p in paths:
             yield FileUploadCommand(os.path.join(src, p), f"{upload}/{p}")
-        yield f"{tool_command(kit_dir, 'laguna_fetch.py', *fetch, '--uploaded', upload)} {log}"
+        yield transient(
+            unit, tool_command(kit_dir, "laguna_fetch.py", *fetch, "--uploaded", upload), log
+        )
         return
     token_file = secret_path(f"hf_token-{ckpt.folder}")
     fetch += ["--endpoint", endpoint, "--token-file", token_file, "--workers", workers]
     yield from with_secret(
         os.environ.get(token_var) or "",
         token_file,
-        f"{tool_command(kit_dir, 'laguna_fetch.py', *fetch)} {log}",
+        transient(unit, tool_command(kit_dir, "laguna_fetch.py", *fetch), log),
     )

@@ -9,7 +9,7 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import FileUploadCommand, OperationError, operation
 
-from ..boxcli import release_command
+from ..boxcli import release_command, transient
 from ..facts.docker import DockerImageDigest
 from ..facts.releases import ReleaseState
 from ..profiles import render_release
@@ -116,9 +116,11 @@ def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
     ):
         host.noop(f"release {current} passed the gate at {gate.get('time')}")
         return
-    yield release_command(
+    # On the box, in a unit of its own: a dropped connection cannot leave a failed release serving.
+    validate = release_command(
         kit_dir, unit, "validate", *(["--auto-rollback"] if auto_rollback else [])
     )
+    yield transient("laguna-validate", validate)
 
 
 @operation(is_idempotent=False)
