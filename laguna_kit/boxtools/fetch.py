@@ -270,12 +270,14 @@ def check_index(dest: str, manifest: list[dict]) -> None:
         raise FetchError(f"{index_name} does not name these shards: {', '.join(unreferenced)}")
 
 
-def link_unchanged_files(dest: str, manifest: list[dict], files_state: dict) -> int:
-    """Hard-link files whose hash is unchanged from a kept revision: a new revision downloads only
-    what really changed. Files are only ever replaced by rename, never written in place, so sharing
-    an inode is safe; a changed stat still means a re-hash."""
+def link_unchanged_files(
+    dest: str, sources: list[str], manifest: list[dict], files_state: dict
+) -> int:
+    """Hard-link files whose hash is unchanged from another revision's folder (the live one, the
+    kept ones): a new revision downloads only what really changed. Files are only ever replaced by
+    rename, never written in place, so sharing an inode is safe; a changed stat means a re-hash."""
     linked = 0
-    for old in revisions.stashed(dest):
+    for old in sources:
         old_state = load_state(old)
         by_hash = {rec.get("hash"): name for name, rec in old_state.get("files", {}).items()}
         for entry in manifest:
@@ -303,9 +305,16 @@ def sync(args) -> dict:
             names.safe_name(entry["path"])
         except names.UnsafeName as exc:
             raise FetchError(f"the manifest for {args.repo}: {exc}; nothing was written") from None
-    dest = args.dest
-    # Another revision in this folder is kept whole for the releases that need it, not overwritten.
-    selected = revisions.select_revision(dest, revision)
+    # A new revision is fetched beside the live one (which the running release mounts), into the
+    # folder the release manager swaps in when that revision's release is activated: an
+    # interrupted fetch never leaves the current release other or partial weights.
+    live = args.dest
+    have = revisions.recorded_revision(live)
+    dest = live if have in (None, revision) else revisions.stash_path(live, revision)
+    os.makedirs(dest, exist_ok=True)
+    sources = [
+        f for f in [live, *revisions.stashed(live)] if os.path.normpath(f) != os.path.normpath(dest)
+    ]
     token = None
     if args.token_file and os.path.exists(args.token_file):
         with open(args.token_file) as fh:
@@ -319,7 +328,7 @@ def sync(args) -> dict:
     files_state = state.get("files", {})
     state = {"revision": revision, "files": files_state}
     todo, verified, repaired = [], 0, []
-    reused = link_unchanged_files(dest, manifest, files_state) if selected == "new" else 0
+    reused = link_unchanged_files(dest, sources, manifest, files_state)
 
     # Stray shards (another revision's, a renamed copy) would confuse the loader: move them aside.
     wanted = {e["path"] for e in manifest}
@@ -442,6 +451,7 @@ def sync(args) -> dict:
         fetched=len(todo),
         repaired=repaired,
         reused_from_other_revisions=reused,
+        folder=dest,
         started=round(started, 3),
         finished=round(time.time(), 3),
     )

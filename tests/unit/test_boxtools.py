@@ -335,3 +335,75 @@ def test_a_resume_answered_with_another_range_is_discarded(tmp_path):
     part.write_bytes(b"x" * 100)
     with pytest.raises(fetch.FetchError, match="size 1000 expected"):
         fetch.check_range(entry, 100, "bytes 100-1999/2000", str(part))
+
+
+def _revision(tmp_path, commit, files):
+    """A manifest for `files` ({name: bytes}) at `commit`, and an upload folder holding them."""
+    manifest = tmp_path / f"manifest-{commit[:4]}.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "revision": commit,
+                "files": [
+                    {
+                        "path": n,
+                        "size": len(b),
+                        "sha256": hashlib.sha256(b).hexdigest(),
+                        "blob_id": "",
+                    }
+                    for n, b in files.items()
+                ],
+            }
+        )
+    )
+    return str(manifest)
+
+
+def _push(tmp_path, dest, files):
+    up = tmp_path / "models" / f"{os.path.basename(dest)}.laguna-upload"
+    up.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (up / name).write_bytes(data)
+    return str(up)
+
+
+def test_a_new_revision_is_fetched_beside_the_live_one_and_swapped_in_only_at_activation(tmp_path):
+    old = {"a.safetensors": b"A" * 64, "b.safetensors": b"B" * 64}
+    new = {"a.safetensors": b"A" * 64, "b.safetensors": b"C" * 64}  # b changed
+    dest = str(tmp_path / "models" / "Laguna")
+
+    def args(manifest, uploaded):
+        return type(
+            "A",
+            (),
+            {
+                "manifest": manifest,
+                "dest": dest,
+                "repo": "r/x",
+                "token_file": None,
+                "rehash": False,
+                "margin_mib": 0,
+                "workers": 1,
+                "uploaded": uploaded,
+            },
+        )
+
+    fetch.sync(args(_revision(tmp_path, "a" * 40, old), _push(tmp_path, dest, old)))
+    assert revisions.recorded_revision(dest) == "a" * 40
+    # The new revision's upload is cut short: the live folder must not change at all.
+    partial = _push(tmp_path, dest, {})
+    with pytest.raises(fetch.FetchError):
+        fetch.sync(args(_revision(tmp_path, "b" * 40, new), partial))
+    assert revisions.recorded_revision(dest) == "a" * 40
+    assert open(os.path.join(dest, "b.safetensors"), "rb").read() == b"B" * 64
+    # Completed, it lands in the folder kept beside the live one (unchanged files linked) ...
+    summary = fetch.sync(args(_revision(tmp_path, "b" * 40, new), _push(tmp_path, dest, new)))
+    beside = revisions.stash_path(dest, "b" * 40)
+    assert summary["folder"] == beside
+    same = os.stat(os.path.join(dest, "a.safetensors")).st_ino
+    assert os.stat(os.path.join(beside, "a.safetensors")).st_ino == same  # linked, not re-fetched
+    assert revisions.recorded_revision(dest) == "a" * 40  # the running release's, still
+    # ... and becomes the mounted folder only when its release is activated.
+    assert revisions.select_revision(dest, "b" * 40) == "restored"
+    assert open(os.path.join(dest, "b.safetensors"), "rb").read() == b"C" * 64
+    assert revisions.recorded_revision(revisions.stash_path(dest, "a" * 40)) == "a" * 40
