@@ -56,6 +56,15 @@ def guarded(sandbox):
     sandbox.remove_box(b)
 
 
+def wait_serving_on_tailnet(b, timeout=60):
+    deadline = time.monotonic() + timeout
+    while (
+        time.monotonic() < deadline
+        and curl_from(boxmod.TAILNET_NS, f"http://{b.tailnet_v4}:8080/health") is None
+    ):
+        time.sleep(1)
+
+
 def assert_tailnet_only(b):
     tailnet = boxmod.TAILNET_NS
     assert (
@@ -98,12 +107,7 @@ def test_rules_and_tailnet_survive_a_reboot(guarded, deploy):
     b.run("systemctl reboot", check=False)
     time.sleep(2)
     b.wait_ssh()
-    deadline = time.monotonic() + 60
-    while (
-        time.monotonic() < deadline
-        and curl_from(boxmod.TAILNET_NS, f"http://{b.tailnet_v4}:8080/health") is None
-    ):
-        time.sleep(1)
+    wait_serving_on_tailnet(b)
     assert_tailnet_only(b)
     res = deploy(b)
     assert res.ok, res.explain()
@@ -241,12 +245,7 @@ def test_serving_unit_requires_the_table(guarded):
             "nft -f /etc/laguna-kit/firewall.nft && systemctl reset-failed laguna-vllm.service "
             "&& systemctl start laguna-vllm.service"
         )
-    deadline = time.monotonic() + 60
-    while (
-        time.monotonic() < deadline
-        and curl_from(boxmod.TAILNET_NS, f"http://{b.tailnet_v4}:8080/health") is None
-    ):
-        time.sleep(1)
+    wait_serving_on_tailnet(b)
     assert_tailnet_only(b)
 
 
