@@ -4,9 +4,11 @@
 # image's CUDA requirement is kept, whatever installed it. Otherwise: compute pieces named, the
 # headers metapackage, every driver package held, nouveau kept out, a reboot when allowed; then
 # nvidia-smi must agree.
+import shlex
+
 from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
-from pyinfra.facts.server import KernelVersion, LinuxDistribution
+from pyinfra.facts.server import Command, KernelVersion, LinuxDistribution
 from pyinfra.operations import files
 
 from laguna_kit import images, sources
@@ -34,6 +36,7 @@ need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
 ours = all(name in host.get_fact(DebPackages) for name in plan.packages)  # the kit's, kept managed
 keep = not ours and smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: after pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
+CUDA_LIST = "/etc/apt/sources.list.d/laguna-cuda.list"
 
 if keep:
     version = ", ".join(sorted({g.driver_version for g in smi["gpus"]}))
@@ -42,7 +45,18 @@ if keep:
         f"{smi['path']}): no driver package is installed over it"
     )
 else:
-    if plan.repo:
+    # The same repository configured by the owner (cuda-keyring) with another Signed-By would
+    # break every `apt-get update`: use theirs then.
+    theirs = plan.repo and host.get_fact(
+        Command,
+        command=f"grep -rlsF {shlex.quote(plan.repo.rstrip('/'))} /etc/apt/sources.list "
+        f"/etc/apt/sources.list.d | grep -vx {CUDA_LIST} || true",
+    )
+    if theirs:
+        logger.info(
+            f"{host.name}: {plan.channel} is already configured ({theirs.split()[0]}): using it"
+        )
+    if plan.repo and not theirs:
         files.download(
             name=f"Signing key of {plan.channel}",
             src=plan.key,
@@ -52,7 +66,7 @@ else:
         files.template(
             name=f"apt source: {plan.channel}",
             src="files/apt-source.list.j2",
-            dest="/etc/apt/sources.list.d/laguna-cuda.list",
+            dest=CUDA_LIST,
             task="tasks/driver.py",
             what=plan.channel,
             url=plan.repo,
