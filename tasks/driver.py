@@ -23,17 +23,21 @@ from laguna_kit.operations.nvidia import (
 from laguna_kit.operations.packages import apt_present
 
 d = host.data
-plan = sources.driver_plan(
-    sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"]),
-    branch=d.nvidia_driver_branch,
-    open_modules=d.nvidia_driver_open,
-    secure_boot=host.get_fact(SecureBoot),
-    kernel=host.get_fact(KernelVersion),
-    cuda_repo=d.nvidia_cuda_repo,
-)
+try:
+    plan = sources.driver_plan(
+        sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"]),
+        branch=d.nvidia_driver_branch,
+        open_modules=d.nvidia_driver_open,
+        secure_boot=host.get_fact(SecureBoot),
+        kernel=host.get_fact(KernelVersion),
+        cuda_repo=d.nvidia_cuda_repo,
+    )
+except sources.SourceError:
+    plan = None  # the pre-flight refuses this distribution, naming it, before anything runs
 smi = host.get_fact(NvidiaSmiGpus)
 need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
-ours = all(name in host.get_fact(DebPackages) for name in plan.packages)  # the kit's, kept managed
+installed = host.get_fact(DebPackages)
+ours = plan is not None and all(name in installed for name in plan.packages)  # kept managed
 keep = not ours and smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: after pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
 CUDA_LIST = "/etc/apt/sources.list.d/laguna-cuda.list"
@@ -44,7 +48,7 @@ if keep:
         f"{host.name}: keeping the working NVIDIA driver {version} (CUDA {smi['cuda']}, "
         f"{smi['path']}): no driver package is installed over it"
     )
-else:
+elif plan is not None:
     # The same repository configured by the owner (cuda-keyring) with another Signed-By would
     # break every `apt-get update`: use theirs then.
     theirs = plan.repo and host.get_fact(
