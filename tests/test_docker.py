@@ -78,6 +78,8 @@ def test_docker_ce_the_owner_installed_is_never_replaced(make_box, deploy):
         + " ".join(f"/root/docker-ce/{d.name}" for d in debs),
         timeout=300,
     )
+    status = b.run("dpkg-query -W -f='${Status}' docker-ce", check=False).stdout
+    assert status == "install ok installed", status
     # The harm is real: apt would remove Docker CE to install docker.io.
     sim = b.run("apt-get install -s docker.io", timeout=120).stdout
     assert "Remv docker-ce " in sim, sim

@@ -319,7 +319,7 @@ def test_a_download_outlives_a_killed_run_and_the_next_run_waits_for_it(make_box
 
     b = make_box()
     hub_control("reset")
-    hub_control("faults", {"slow": {SHARD: 512 << 10}})  # a shard that takes a few seconds
+    hub_control("faults", {"slow": {SHARD: 128 << 10}})  # a shard that takes several seconds
     run = start_deploy(sandbox, [b], DEPLOY)
     part = f"{TARGET}/.laguna-partial/{SHARD}.part"
     deadline = time.monotonic() + 120
@@ -334,8 +334,9 @@ def test_a_download_outlives_a_killed_run_and_the_next_run_waits_for_it(make_box
     again = deploy(b, DEPLOY)
     assert again.ok, again.explain()
     hub_control("reset")
+    # One fetch did the download; a second one, if the next run found work left, fetched nothing.
     target = [e for e in fetch_log(b) if e["repo"] == standin_hub.TARGET_REPO]
-    assert len(target) == 2 and target[-1]["downloaded_bytes"] == 0, target
+    assert len(target) in (1, 2) and all(e["downloaded_bytes"] == 0 for e in target[1:]), target
     size = sum(
         len(data) for data in sandbox.servers.hub.repos[standin_hub.TARGET_REPO].files.values()
     )

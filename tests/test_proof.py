@@ -120,6 +120,8 @@ def test_fleet_converges_in_parallel_and_serves_over_the_tailnet(fleet):
                         "model": "laguna",
                         "max_tokens": 8,
                         "messages": [{"role": "user", "content": "Say hi"}],
+                        # the recipe serves with thinking on: 8 tokens would end inside it
+                        "chat_template_kwargs": {"enable_thinking": False},
                     }
                 ),
             ).stdout

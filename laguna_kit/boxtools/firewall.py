@@ -84,6 +84,8 @@ def load(rules: str, revert_after: int | None, fallback: str | None) -> None:
                 "--unit",
                 REVERT_UNIT,
                 f"--on-active={int(revert_after)}",
+                # a timer may otherwise fire up to a minute late (systemd's default accuracy)
+                "--timer-property=AccuracySec=1s",
                 "/bin/sh",
                 "-c",
                 restore,

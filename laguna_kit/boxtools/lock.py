@@ -46,6 +46,12 @@ def alive(pid: int) -> bool:
         return True
 
 
+def write_info(info: dict) -> None:
+    with open(INFO + ".tmp", "w") as fh:
+        json.dump(info, fh)
+    os.replace(INFO + ".tmp", INFO)
+
+
 def holder_info() -> dict:
     try:
         with open(INFO) as fh:
@@ -58,8 +64,12 @@ def acquire(holder: str, wait: float) -> int:
     os.makedirs(os.path.dirname(LOCK), mode=0o755, exist_ok=True)
     tie = ancestor_sshd(os.getppid()) or os.getppid()
     mine = holder_info()
-    if mine.get("holder") == holder and mine.get("tie") == tie and alive(mine.get("pid", 0)):
-        print("held")  # this run, on this connection, holds it already
+    if mine.get("holder") == holder and alive(mine.get("pid", 0)):
+        # This run holds it already, maybe over an earlier connection (pyinfra's disconnect does
+        # not close it): the daemon holds the lock while any of the run's connections lives.
+        if tie not in mine.get("ties", []):
+            write_info(dict(mine, ties=[*mine.get("ties", []), tie]))
+        print("held")
         return 0
     read_end, write_end = os.pipe()
     if os.fork():  # the caller: wait for the daemon's word
@@ -92,20 +102,17 @@ def acquire(holder: str, wait: float) -> int:
                 os.write(write_end, b"busy")
                 os._exit(1)
             time.sleep(1)
-    with open(INFO + ".tmp", "w") as fh:
-        json.dump(
-            {
-                "holder": holder,
-                "pid": os.getpid(),
-                "tie": tie,
-                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-            fh,
-        )
-    os.replace(INFO + ".tmp", INFO)
+    write_info(
+        {
+            "holder": holder,
+            "pid": os.getpid(),
+            "ties": [tie],
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    )
     os.write(write_end, b"ok")
     os.close(write_end)
-    while alive(tie):
+    while any(alive(t) for t in holder_info().get("ties", [tie])):
         time.sleep(2)
     os._exit(0)
 

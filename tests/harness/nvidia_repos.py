@@ -92,7 +92,7 @@ def build_deb(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         target.chmod(mode)
-    deb = out / f"{name}_{version}_amd64.deb"
+    deb = out / f"{name}_{version.split(':')[-1]}_amd64.deb"  # dpkg's naming: no epoch
     proc = subprocess.run(
         ["dpkg-deb", "--root-owner-group", "--build", str(stage), str(deb)],
         capture_output=True,
