@@ -159,13 +159,16 @@ def test_unconfirmed_rules_revert_to_the_previous_table_never_to_none(guarded):
     with OffTailnetProbe(b) as probe:
         b.run(
             "(sleep 1; python3 /opt/laguna-kit/bin/laguna_firewall.py load /root/bad.nft "
-            "--revert-after 6) >/dev/null 2>&1 &",
+            "--revert-after 15) >/dev/null 2>&1 &",
             check=False,
             timeout=20,
         )
         time.sleep(4)
-        assert not ssh_works(b), "the bad rules did not cut SSH: the drill proves nothing"
-        deadline = time.monotonic() + 30
+        # A 3 s connect, well before the revert (ssh's own SYN retries would outlast it)
+        assert not tcp_connects(b.address, 22), (
+            "the bad rules did not cut SSH: the drill proves nothing"
+        )
+        deadline = time.monotonic() + 40
         while time.monotonic() < deadline and not ssh_works(b):
             time.sleep(1)
         assert ssh_works(b), "the revert timer did not restore SSH"
