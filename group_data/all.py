@@ -53,6 +53,9 @@ hf_endpoint = "https://huggingface.co"  # the hub (a mirror or the harness stand
 hf_token_env = "HF_TOKEN"  # the control machine's environment variable holding the hub token
 checkpoint_rehash = False  # True re-hashes every file once (suspected bit rot); normally a stat record is trusted
 download_workers = 4  # files fetched in parallel per checkpoint (15 target shards)
+download_retries = 5  # attempts per file without progress (a stall, a reset, a 5xx) before the deploy fails; huggingface_hub's own downloader uses 5
+download_backoff_max_s = 60  # the longest pause between two attempts (1, 2, 4 ... s)
+download_read_timeout_s = 60  # a transfer silent this long is resumed (huggingface_hub's default download timeout is 10 s; the hub's CDN can pause longer)
 checkpoint_mirror = ""  # offline boxes: a folder on the control machine from scripts/mirror_checkpoints.py; "" = the hub
 
 # --- image: the vLLM image ----------------------------------------------------------------------

@@ -32,6 +32,27 @@ def package_files() -> list[tuple[str, str]]:
     return [(str(p), p.name) for p in sorted(BOXTOOLS.glob("*.py"))]
 
 
+LAUNCHER = """#!/usr/bin/env python3
+# Managed by the laguna kit (tasks/box_tools.py): runs boxtools.{module} from {lib}.
+import sys
+
+sys.path.insert(0, "{lib}")
+from boxtools.{module} import main  # noqa: E402
+
+sys.exit(main())
+"""
+
+
+def box_tool_files(kit_dir: str) -> list[tuple[bytes, str, str]]:
+    """(content, destination, mode) of the package's modules and of a launcher per tool."""
+    lib = f"{kit_dir}/lib"
+    out = [(Path(src).read_bytes(), f"{lib}/boxtools/{rel}", "644") for src, rel in package_files()]
+    for launcher, module in BOX_TOOLS.items():
+        text = LAUNCHER.format(module=module, lib=lib)
+        out.append((text.encode(), f"{kit_dir}/bin/{launcher}", "755"))
+    return out
+
+
 def tool_command(kit_dir: str, launcher: str, *args) -> str:
     """The shell words that run one box tool with its interpreter, every argument quoted."""
     python = f"{kit_dir}/venv/bin/python" if launcher in VENV_TOOLS else "python3"

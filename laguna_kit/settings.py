@@ -46,3 +46,19 @@ def checkpoint_pairs(data) -> list[tuple[str, str]]:
         (data.get("target_repo"), data.get("target_revision")),
         (data.get("drafter_repo"), data.get("drafter_revision")),
     ]
+
+
+def fetch_arguments(data) -> dict:
+    """The box-side download's knobs, as checkpoint_fetch_started/checkpoint_synced take them."""
+    return dict(
+        endpoint=data.hf_endpoint,
+        token_var=data.hf_token_env,
+        kit_dir=data.kit_dir,
+        workers=data.download_workers,
+        margin_mib=data.checkpoint_free_margin_gib * 1024,
+        rehash=data.checkpoint_rehash,
+        mirror=data.checkpoint_mirror,
+        retries=data.download_retries,
+        backoff_max_s=data.download_backoff_max_s,
+        read_timeout_s=data.download_read_timeout_s,
+    )

@@ -5,7 +5,12 @@ from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server, systemd
 
-from laguna_kit.operations.docker import docker_config_applied, docker_engine_checked, owner_engine
+from laguna_kit.operations.docker import (
+    docker_config_applied,
+    docker_engine_checked,
+    image_pull_started,
+    owner_engine,
+)
 from laguna_kit.operations.files import json_merged
 from laguna_kit.operations.packages import apt_present
 
@@ -32,6 +37,9 @@ systemd.service(
     enabled=True,
 )
 docker_config_applied(name="Docker restarted when daemon.json changed since it started")
+# The ~10 GB image pull needs only Docker: it runs box-side while the later steps go on
+# (tasks/image.py waits for it).
+image_pull_started(name=f"Pull of {d.vllm_image} started on the box", ref=d.vllm_image)
 
 for user in d.docker_group_users:
     server.user(name=f"Add {user} to the docker group", user=user, groups=["docker"], append=True)

@@ -1,11 +1,12 @@
 # Checkpoints: both pinned INT4 repos in model_dir, each file verified against the hub's own
-# sha256 (never size alone), resumable, and never re-hashed on a converged box.
+# sha256 (never size alone), resumable, and never re-hashed on a converged box. Waits for the
+# download tasks/download.py started (or starts it), printing its progress.
 from pyinfra import host, logger
 from pyinfra.operations import files
 
 from laguna_kit.hub import HubError, is_pinned, source_checkpoint
 from laguna_kit.operations.checkpoints import checkpoint_synced
-from laguna_kit.settings import checkpoint_pairs
+from laguna_kit.settings import checkpoint_pairs, fetch_arguments
 
 d = host.data
 
@@ -26,11 +27,5 @@ for repo, revision in checkpoint_pairs(d):
         name=f"{repo} @ {ckpt.commit[:12]} verified in {d.model_dir}/{ckpt.folder}",
         ckpt=ckpt,
         dest=f"{d.model_dir}/{ckpt.folder}",
-        endpoint=d.hf_endpoint,
-        token_var=d.hf_token_env,
-        kit_dir=d.kit_dir,
-        workers=d.download_workers,
-        margin_mib=d.checkpoint_free_margin_gib * 1024,
-        rehash=d.checkpoint_rehash,
-        mirror=d.checkpoint_mirror,
+        **fetch_arguments(d),
     )

@@ -84,16 +84,44 @@ def test_fresh_download_is_verified_and_rerun_hashes_nothing(converged, deploy, 
     assert last["hashed_bytes"] == len(hub_file(sandbox, SHARD)) and last["downloaded_bytes"] == 0
 
 
-def test_killed_transfer_resumes_from_the_bytes_on_disk(make_box, deploy, sandbox):
+def test_a_cut_or_stalled_transfer_is_resumed_within_the_same_run(make_box, deploy, sandbox):
+    """Tried as a new user would: the hub cuts one shard, then hangs in the middle of another
+    (connection open, no bytes). The deploy resumes both from the bytes received and succeeds."""
+    b = make_box()
+    hub_control("reset")
+    other = "model-00009-of-00015.safetensors"
+    hub_control("faults", {"cut": {SHARD: 400_000}, "stall": {other: [300_000, 30]}})
+    res = deploy(b, DEPLOY, data={"download_read_timeout_s": 3, "download_backoff_max_s": 1})
+    assert res.ok, res.explain()
+    target = next(e for e in fetch_log(b) if e["repo"] == standin_hub.TARGET_REPO)
+    assert target["retries"] >= 2, target
+    for name in (SHARD, other):
+        size = len(hub_file(sandbox, name))
+        print(f"{name}: {served(name)} bytes served for {size} (resumed, not restarted)")
+        assert served(name) <= size + (1 << 16)
+        assert (
+            b.run(f"sha256sum {TARGET}/{name}").stdout.split()[0]
+            == hashlib.sha256(hub_file(sandbox, name)).hexdigest()
+        )
+    assert target["hashed_bytes"] == target["downloaded_bytes"], "a second read pass"
+
+
+def test_exhausted_retries_name_the_file_and_the_next_run_resumes_from_the_bytes_on_disk(
+    make_box, deploy, sandbox
+):
     b = make_box()
     hub_control("reset")
     size = len(hub_file(sandbox, SHARD))
-    hub_control("faults", {"cut": {SHARD: 400_000}})
-    first = deploy(b, DEPLOY)
+    hub_control("faults", {"cut": {SHARD: 400_000}, "status": {SHARD: [503, 1000]}})
+    first = deploy(b, DEPLOY, data={"download_retries": 2, "download_backoff_max_s": 1})
     assert not first.ok
-    assert f"{SHARD}: transfer interrupted" in first.output and "re-run to resume" in first.output
+    assert (
+        f"{SHARD}: 400000 of {size} bytes on disk after 3 attempts without progress; "
+        "last error: Retryable: HTTP 503 from the hub" in first.output
+    ), first.explain()
+    assert "re-run to resume" in first.output
     partial = int(b.run(f"stat -c %s {TARGET}/.laguna-partial/{SHARD}.part").stdout)
-    assert 0 < partial < size
+    assert partial == 400_000
     assert b.run(f"test -e {TARGET}/{SHARD}", check=False).returncode == 1, (
         "a half file looks complete"
     )
@@ -111,6 +139,8 @@ def test_killed_transfer_resumes_from_the_bytes_on_disk(make_box, deploy, sandbo
         b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
         == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
     )
+    last = [e for e in fetch_log(b) if e["repo"] == standin_hub.TARGET_REPO][-1]
+    assert last["hashed_bytes"] == last["downloaded_bytes"] + partial, "resumed bytes hashed once"
 
 
 @pytest.mark.parametrize(

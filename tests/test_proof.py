@@ -240,13 +240,19 @@ def test_box_rebooted_mid_deploy_then_rerun_converges(make_box, deploy, sandbox)
     size = len(sandbox.servers.hub.repos[standin_hub.TARGET_REPO].files[shard])
     total = sum(len(d) for r in sandbox.servers.hub.repos.values() for d in r.files.values())
     httpx.post(f"{HUB}/_standin/reset")
-    httpx.post(f"{HUB}/_standin/faults", json={"slow": {shard: size // 10}})
+    # Slow enough that the download (which starts early, box-side) still runs when the deploy
+    # reaches the models step, where this drill reboots the box.
+    httpx.post(f"{HUB}/_standin/faults", json={"slow": {shard: size // 200}})
     run = start_deploy(sandbox, [b])
     partial = f"/models/Laguna-S-2.1-INT4/.laguna-partial/{shard}.part"
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and run.poll() is None:
-        got = b.run(f"stat -c %s {partial} 2>/dev/null || echo 0", check=False).stdout.strip()
-        if got.isdigit() and int(got) > size // 4:
+        got = b.run(
+            f"nft list table inet laguna_kit >/dev/null 2>&1 && stat -c %s {partial} 2>/dev/null "
+            "|| echo 0",
+            check=False,
+        ).stdout.strip()
+        if got.isdigit() and int(got) > 0:
             break
         time.sleep(0.5)
     assert run.poll() is None, "the deploy ended before the shard transfer began"

@@ -36,10 +36,43 @@ def served(sandbox):
     from tests.harness.deployrun import run_deploy
 
     b = sandbox.add_box()
-    first = run_deploy(sandbox, [b])
+    # Realistic proportions, so the overlap is visible: a DKMS build that takes a while, a hub
+    # link slow enough that the download outlasts a step or two.
+    b.run("mkdir -p /etc/standin-nvidia && echo 12 > /etc/standin-nvidia/dkms-build-seconds")
+    httpx.post(f"{HUB}/_standin/rate", json={"bytes_per_second": 2 << 20})
+    times = f"/tmp/laguna-step-times-{os.getpid()}.json"
+    try:
+        first = run_deploy(sandbox, [b], env={"LAGUNA_KIT_STEP_TIMES": times})
+    finally:
+        httpx.post(f"{HUB}/_standin/rate", json={"bytes_per_second": 0})
     assert first.ok, first.explain()
+    with open(times) as fh:
+        first.step_times = json.load(fh)
+    os.unlink(times)
     yield b, first
     sandbox.remove_box(b)
+
+
+def test_first_deploy_downloads_while_the_driver_installs(served):
+    """The checkpoint download starts right after the pre-flight and the box tools, box-side, and
+    runs while the driver is installed; the driver's reboot ends it and the deploy starts it again
+    from the bytes on disk; the models step waits for it, printing its progress; the deploy ends
+    with a time per step."""
+    b, first = served
+    host = first.step_times["hosts"][b.name]
+    steps, spans = host["steps"], host["spans"]
+    record = json.loads(b.run("cat /models/Laguna-S-2.1-INT4/.laguna-verified.json").stdout)
+    landed = sorted(f["mtime_ns"] / 1e9 for f in record["files"].values())
+    driver = spans["tasks/driver.py"]
+    during = [t for t in landed if spans["tasks/download.py"][0] <= t <= driver[1]]
+    print(
+        f"steps: {steps}; {len(during)} of {len(landed)} target files landed while the driver "
+        f"step ran ({driver[1] - driver[0]:.1f} s)"
+    )
+    assert during, (landed, spans)  # overlapped: files arrived before the driver step was done
+    assert steps["tasks/download.py"] < 30, steps  # started, not waited for
+    assert f"download {standin_hub.TARGET_REPO}: " in first.output, first.explain()
+    assert "--> Time per step" in first.output and "tasks/driver.py" in first.output
 
 
 def releases(b):

@@ -12,6 +12,13 @@ id per file); this script:
 - downloads missing or wrong files with HTTP Range into ``.laguna-partial/<file>.part``, resuming a
   killed transfer from the bytes on disk, and renames a file into place only after its hash
   matched, so a half file never looks complete;
+- hashes bytes as they arrive (a resumed part's existing bytes once), so a download needs no second
+  read pass;
+- resumes a timeout, a reset or an HTTP 5xx within the same run, with bounded retries and backoff
+  (as huggingface_hub's own ``http_get`` does: the count starts again whenever bytes arrived); only
+  exhausted retries fail, naming the file, the bytes on disk and the last error;
+- writes its progress (bytes done / total, rate, ETA) to ``--progress`` every few seconds, read by
+  the deploy while it waits and by tasks/status.py;
 - quarantines a mismatching file (``.laguna-quarantine/``) and fetches it once more; a second
   mismatch fails with the file name and both hashes;
 - checks that model.safetensors.index.json names exactly the shards present;
@@ -50,10 +57,13 @@ class FetchError(Exception):
     pass
 
 
+HASH_CHUNK = 8 << 20  # reads of a file on disk: large enough that Python's overhead vanishes
+
+
 def git_blob_sha1_of(path: str) -> str:
     h = hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
+        for block in iter(lambda: fh.read(HASH_CHUNK), b""):
             h.update(block)
     return h.hexdigest()
 
@@ -61,10 +71,22 @@ def git_blob_sha1_of(path: str) -> str:
 def sha256_of(path: str, counter: dict) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
+        for block in iter(lambda: fh.read(HASH_CHUNK), b""):
             h.update(block)
-            counter["hashed_bytes"] += len(block)
+            with LOCK:
+                counter["hashed_bytes"] += len(block)
     return h.hexdigest()
+
+
+def hasher_for(entry: dict):
+    """The hub's kind of hash for this file, ready to be fed its bytes in order."""
+    if entry.get("sha256"):
+        return hashlib.sha256()
+    return hashlib.sha1(b"blob %d\0" % entry["size"])
+
+
+def wanted_hash(entry: dict) -> str:
+    return entry.get("sha256") or entry["blob_id"]
 
 
 def content_ok(path: str, entry: dict, counter: dict) -> tuple[bool, str]:
@@ -74,9 +96,19 @@ def content_ok(path: str, entry: dict, counter: dict) -> tuple[bool, str]:
     if entry.get("sha256"):
         found = sha256_of(path, counter)
         return found == entry["sha256"], found
-    counter["hashed_bytes"] += entry["size"]
+    with LOCK:
+        counter["hashed_bytes"] += entry["size"]
     found = git_blob_sha1_of(path)
     return found == entry["blob_id"], found
+
+
+def hashed_in_parallel(dest: str, entries: list[dict], counter: dict) -> list[tuple[bool, str]]:
+    """content_ok for files on disk, a file per core: hashlib (OpenSSL, SHA-NI where the CPU has
+    it) lets go of the GIL while it hashes."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(
+            pool.map(lambda e: content_ok(os.path.join(dest, e["path"]), e, counter), entries)
+        )
 
 
 def stat_record(path: str) -> dict:
@@ -112,9 +144,111 @@ def recorded_ok(state: dict, revision: str, dest: str, entry: dict) -> bool:
     } == stat_record(path)
 
 
+# A stalled or cut transfer, a reset, a 5xx: worth resuming in the same run (huggingface_hub's
+# http_get retries ConnectError, TimeoutException and RemoteProtocolError the same way).
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class Retryable(Exception):
+    pass
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, Retryable):
+        return True
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True  # the network's, unwrapped; a local write error (disk full, read-only) is not
+    try:
+        import httpx2 as httpx_mod
+    except ImportError:  # pragma: no cover - the venv's hub client brings one of them
+        import httpx as httpx_mod
+    return isinstance(exc, httpx_mod.TransportError)
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+
+
+class Progress:
+    """Bytes done / total for the whole checkpoint, written as JSON to a file every few seconds
+    (atomically: a reader never sees half a record)."""
+
+    def __init__(self, path: str | None, repo: str, total: int, done: int, files: int):
+        self.path, self.repo = path, repo
+        self.total, self.done, self.files, self.files_done = total, done, files, 0
+        self.retries, self.last_error = 0, ""
+        self.started = time.time()
+        self.window = [(time.monotonic(), done)]  # (time, done) samples for the rate
+        self.written = 0.0
+
+    def add(self, n: int) -> None:
+        with LOCK:
+            self.done += n
+        self.maybe_write()
+
+    def note(self, *, file_done: bool = False, error: str = "") -> None:
+        with LOCK:
+            self.files_done += file_done
+            if error:
+                self.retries += 1
+                self.last_error = error
+        self.maybe_write(force=True)
+
+    def rate(self) -> float:
+        now = time.monotonic()
+        with LOCK:
+            self.window.append((now, self.done))
+            while len(self.window) > 2 and now - self.window[0][0] > 20:
+                self.window.pop(0)
+            (t0, d0), (t1, d1) = self.window[0], self.window[-1]
+        return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def record(self, state: str = "running") -> dict:
+        rate = self.rate()
+        left = max(self.total - self.done, 0)
+        return {
+            "repo": self.repo,
+            "state": state,
+            "done_bytes": self.done,
+            "total_bytes": self.total,
+            "rate_bps": round(rate),
+            "eta_s": round(left / rate) if rate > 0 else None,
+            "files_done": self.files_done,
+            "files": self.files,
+            "retries": self.retries,
+            "last_error": self.last_error,
+            "started": round(self.started, 3),
+            "updated": round(time.time(), 3),
+            "pid": os.getpid(),
+        }
+
+    def maybe_write(self, force: bool = False, state: str = "running") -> None:
+        if not self.path or (not force and time.monotonic() - self.written < 2):
+            return
+        self.written = time.monotonic()
+        tmp = f"{self.path}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "w") as fh:
+                json.dump(self.record(state), fh)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # progress is for people; a full /run never fails the download
+
+
 class Downloader:
     def __init__(
-        self, endpoint: str, repo: str, revision: str, token: str | None, dest: str, counter: dict
+        self,
+        endpoint: str,
+        repo: str,
+        revision: str,
+        token: str | None,
+        dest: str,
+        counter: dict,
+        progress: Progress | None = None,
+        retries: int = 5,
+        backoff_max_s: float = 60,
+        read_timeout_s: float = 60,
     ):
         from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers, get_session
@@ -124,47 +258,120 @@ class Downloader:
         self.session = get_session()
         self.dest = dest
         self.counter = counter
+        self.progress = progress or Progress(None, repo, 0, 0, 0)
+        self.retries, self.backoff_max_s, self.read_timeout_s = (
+            retries,
+            backoff_max_s,
+            read_timeout_s,
+        )
 
     def fetch(self, entry: dict) -> None:
-        """Download (resuming) into the partial folder, verify, then move into place."""
+        """Download (resuming, retrying transient errors) into the partial folder, hashing as the
+        bytes arrive, then move into place if the hash matched."""
         part = os.path.join(self.dest, PARTIAL, entry["path"] + ".part")
         os.makedirs(os.path.dirname(part), exist_ok=True)
-        have = os.path.getsize(part) if os.path.exists(part) else 0
-        if have > entry["size"]:
+        if os.path.exists(part) and os.path.getsize(part) > entry["size"]:
             os.unlink(part)
-            have = 0
-        if have < entry["size"]:
-            headers = dict(self.headers, **({"Range": f"bytes={have}-"} if have else {}))
-            with self.session.stream(
-                "GET", self.url(entry["path"]), headers=headers, follow_redirects=True, timeout=60
-            ) as resp:
-                if resp.status_code == 401 or resp.status_code == 403:
+        # The hash so far and how many of the part's bytes it has seen, kept across attempts.
+        fed = {"h": hasher_for(entry), "n": 0}
+        failures = 0
+        while True:
+            have = os.path.getsize(part) if os.path.exists(part) else 0
+            try:
+                if have < entry["size"]:
+                    self.transfer(entry, part, have, fed)
+                break
+            except FetchError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - judged by is_transient below
+                if not is_transient(exc):
+                    raise
+                now = os.path.getsize(part) if os.path.exists(part) else 0
+                failures = 1 if now > have else failures + 1  # bytes arrived: count afresh
+                self.progress.note(error=f"{entry['path']}: {describe(exc)}")
+                if failures > self.retries:
                     raise FetchError(
-                        f"{entry['path']}: the hub refused the download (HTTP {resp.status_code}); "
-                        "check the token's access to this repository"
-                    )
-                if resp.status_code == 200 and have:
-                    have = 0  # the server ignored Range: start over
-                elif resp.status_code not in (200, 206):
-                    raise FetchError(f"{entry['path']}: HTTP {resp.status_code} from the hub")
-                elif resp.status_code == 206:
-                    check_range(entry, have, resp.headers.get("content-range", ""), part)
-                with open(part, "r+b" if have else "wb") as fh:
-                    fh.seek(have)
-                    fh.truncate()
-                    for block in resp.iter_bytes():  # as received: a cut transfer keeps every byte
-                        fh.write(block)
-                        with LOCK:
-                            self.counter["downloaded_bytes"] += len(block)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                        f"{entry['path']}: {now} of {entry['size']} bytes on disk after "
+                        f"{failures} attempts without progress; last error: {describe(exc)}; "
+                        "the bytes are kept: re-run to resume"
+                    ) from None
+                time.sleep(min(self.backoff_max_s, 2 ** (failures - 1)))
         got = os.path.getsize(part)
         if got != entry["size"]:
             raise FetchError(
                 f"{entry['path']}: transfer ended at {got} of {entry['size']} bytes; re-run to "
                 f"resume"
             )
-        place(self.dest, part, entry, self.counter)
+        if fed["n"] != got:  # a part left by an older run, already complete: hash it once
+            fed["n"] = feed_from_file(part, fed["n"], fed["h"], self.counter)
+        place_hashed(self.dest, part, entry, fed["h"].hexdigest())
+
+    def transfer(self, entry: dict, part: str, have: int, fed: dict) -> None:
+        """One HTTP request from byte `have`, appending to the part and feeding `fed` as the
+        bytes arrive."""
+        headers = dict(self.headers, **({"Range": f"bytes={have}-"} if have else {}))
+        timeout = _timeout(self.read_timeout_s)
+        with self.session.stream(
+            "GET", self.url(entry["path"]), headers=headers, follow_redirects=True, timeout=timeout
+        ) as resp:
+            if resp.status_code in (401, 403):
+                raise FetchError(
+                    f"{entry['path']}: the hub refused the download (HTTP {resp.status_code}); "
+                    "check the token's access to this repository"
+                )
+            if resp.status_code in RETRY_STATUS:
+                raise Retryable(f"HTTP {resp.status_code} from the hub")
+            if resp.status_code == 200 and have:
+                have = 0  # the server ignored Range: start over
+            elif resp.status_code not in (200, 206):
+                raise FetchError(f"{entry['path']}: HTTP {resp.status_code} from the hub")
+            elif resp.status_code == 206:
+                check_range(entry, have, resp.headers.get("content-range", ""), part)
+            if fed["n"] != have:  # bytes on disk this process has not hashed yet: read them once
+                fed["h"] = hasher_for(entry)
+                fed["n"] = feed_from_file(part, 0, fed["h"], self.counter, upto=have)
+            with open(part, "r+b" if have else "wb") as fh:
+                fh.seek(have)
+                fh.truncate()
+                try:
+                    for block in resp.iter_bytes():  # as received: a cut transfer keeps every byte
+                        fh.write(block)
+                        fed["h"].update(block)
+                        fed["n"] += len(block)
+                        with LOCK:
+                            self.counter["downloaded_bytes"] += len(block)
+                            self.counter["hashed_bytes"] += len(block)
+                        self.progress.add(len(block))
+                finally:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        got = os.path.getsize(part)
+        if got < entry["size"]:
+            raise Retryable(f"the transfer ended at {got} of {entry['size']} bytes")
+
+
+def _timeout(read_s: float):
+    try:
+        import httpx2 as httpx_mod
+    except ImportError:  # pragma: no cover
+        import httpx as httpx_mod
+    return httpx_mod.Timeout(connect=min(read_s, 30), read=read_s, write=read_s, pool=read_s)
+
+
+def feed_from_file(path: str, start: int, h, counter: dict, upto: int | None = None) -> int:
+    """Feed h the file's bytes from `start` (to `upto`); returns the position reached."""
+    pos = start
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while upto is None or pos < upto:
+            block = fh.read(HASH_CHUNK if upto is None else min(HASH_CHUNK, upto - pos))
+            if not block:
+                break
+            h.update(block)
+            pos += len(block)
+            with LOCK:
+                counter["hashed_bytes"] += len(block)
+    return pos
 
 
 def check_range(entry: dict, have: int, content_range: str, part: str) -> None:
@@ -215,6 +422,18 @@ def place(dest: str, part: str, entry: dict, counter: dict) -> None:
     if not ok:
         quarantine(dest, part, entry["path"] + ".download")
         raise HashMismatch(entry, found)
+    move_into_place(dest, part, entry)
+
+
+def place_hashed(dest: str, part: str, entry: dict, found: str) -> None:
+    """As place(), for a file hashed while it arrived."""
+    if found != wanted_hash(entry):
+        quarantine(dest, part, entry["path"] + ".download")
+        raise HashMismatch(entry, found)
+    move_into_place(dest, part, entry)
+
+
+def move_into_place(dest: str, part: str, entry: dict) -> None:
     final = os.path.join(dest, entry["path"])
     os.makedirs(os.path.dirname(final), exist_ok=True)
     os.chmod(part, 0o644)
@@ -341,24 +560,25 @@ def sync(args) -> dict:
             quarantine(dest, os.path.join(dest, name), name)
             repaired.append(f"{name} (not in this revision: quarantined)")
 
+    to_hash = []
     for entry in manifest:
-        path = os.path.join(dest, entry["path"])
         if not args.rehash and recorded_ok(state, revision, dest, entry):
             verified += 1
+        elif os.path.isfile(os.path.join(dest, entry["path"])):
+            to_hash.append(entry)
+        else:
+            todo.append(entry)
+    for entry, (ok, found) in zip(to_hash, hashed_in_parallel(dest, to_hash, counter)):
+        path = os.path.join(dest, entry["path"])
+        if ok:
+            files_state[entry["path"]] = dict(stat_record(path), hash=wanted_hash(entry))
+            verified += 1
             continue
-        if os.path.isfile(path):
-            ok, found = content_ok(path, entry, counter)
-            if ok:
-                files_state[entry["path"]] = dict(
-                    stat_record(path), hash=entry.get("sha256") or entry["blob_id"]
-                )
-                verified += 1
-                continue
-            quarantine(dest, path, entry["path"])
-            repaired.append(
-                f"{entry['path']} (found {found}, expected "
-                f"{entry.get('sha256') or entry['blob_id']}: quarantined, fetched again)"
-            )
+        quarantine(dest, path, entry["path"])
+        repaired.append(
+            f"{entry['path']} (found {found}, expected {wanted_hash(entry)}: quarantined, "
+            "fetched again)"
+        )
         todo.append(entry)
 
     uploaded = getattr(args, "uploaded", None)
@@ -377,11 +597,30 @@ def sync(args) -> dict:
             f"plus {args.margin_mib} MiB margin; nothing was downloaded"
         )
 
+    progress = Progress(
+        getattr(args, "progress", None),
+        args.repo,
+        total=sum(e["size"] for e in todo),
+        done=sum(e["size"] for e in todo) - need if not uploaded else 0,
+        files=len(todo),
+    )
+    progress.maybe_write(force=True)
     if todo:
         dl = (
             Uploaded(uploaded, dest, counter)
             if uploaded
-            else Downloader(args.endpoint, args.repo, revision, token, dest, counter)
+            else Downloader(
+                args.endpoint,
+                args.repo,
+                revision,
+                token,
+                dest,
+                counter,
+                progress,
+                retries=getattr(args, "retries", 5),
+                backoff_max_s=getattr(args, "backoff_max_s", 60),
+                read_timeout_s=getattr(args, "read_timeout_s", 60),
+            )
         )
 
         def one(entry):
@@ -411,6 +650,7 @@ def sync(args) -> dict:
                     ) from None
                 repaired.append(f"{entry['path']} (download had {first.found}: fetched again)")
             path = os.path.join(dest, entry["path"])
+            progress.note(file_done=True)
             with LOCK:
                 files_state[entry["path"]] = dict(
                     stat_record(path), hash=entry.get("sha256") or entry["blob_id"]
@@ -433,12 +673,14 @@ def sync(args) -> dict:
                 raise
             # (a full disk cannot take the record either; each landed file recorded itself already)
         if errors:
+            progress.maybe_write(force=True, state="failed")
             raise FetchError("; ".join(errors))
     else:
         save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
     shutil.rmtree(os.path.join(dest, PARTIAL), ignore_errors=True)
     if uploaded:
         shutil.rmtree(uploaded, ignore_errors=True)
+    progress.maybe_write(force=True, state="verified")
     check_index(dest, manifest)
     # Recorded only once the index matched: a failed index check is never a no-op next run.
     save_state(
@@ -449,6 +691,7 @@ def sync(args) -> dict:
         files=len(manifest),
         verified_without_download=verified,
         fetched=len(todo),
+        retries=progress.retries,
         repaired=repaired,
         reused_from_other_revisions=reused,
         folder=dest,
@@ -472,6 +715,14 @@ def main(argv=None) -> int:
     p.add_argument("--token-file")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--margin-mib", type=int, default=1024)
+    p.add_argument("--progress", help="write bytes done / total, rate and ETA here as JSON")
+    p.add_argument(
+        "--retries", type=int, default=5, help="attempts per file without progress before failing"
+    )
+    p.add_argument("--backoff-max-s", type=float, default=60, help="longest wait between attempts")
+    p.add_argument(
+        "--read-timeout-s", type=float, default=60, help="a stall longer than this is retried"
+    )
     p.add_argument(
         "--rehash", action="store_true", help="ignore the verification record: hash every file"
     )

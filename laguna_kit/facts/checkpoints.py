@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from pyinfra.api import FactBase
@@ -62,3 +63,29 @@ class CheckpointState(FactBase):
             "stats": stats,
             "state": sections.load_json(sections.split(output, ["__STATE__"])["__STATE__"]),
         }
+
+
+class DownloadProgress(FactBase):
+    """``[{"unit": state, ...the fetch tool's progress record}]`` of every box-side checkpoint
+    download this boot has seen (its record lives on /run), running or ended."""
+
+    @staticmethod
+    def default():
+        return []
+
+    def command(self, run_dir="/run/laguna-kit"):
+        return (
+            f'for f in {shlex.quote(run_dir)}/laguna-fetch-*.progress.json; do [ -e "$f" ] || '
+            'continue; u=$(basename "$f" .progress.json); '
+            'echo "$(systemctl is-active "$u" 2>/dev/null) $(cat "$f")"; done; true'
+        )
+
+    def process(self, output):
+        out = []
+        for line in output:
+            unit_state, _, rec = line.partition(" ")
+            try:
+                out.append(dict(json.loads(rec), unit=unit_state))
+            except ValueError:
+                continue  # a record being replaced; the next look sees it whole
+        return out

@@ -6,14 +6,192 @@ import io
 import json
 import os
 import shlex
+import time
 
-from pyinfra import host
-from pyinfra.api import FileUploadCommand, OperationError, operation
+from pyinfra import host, logger
+from pyinfra.api import (
+    FileUploadCommand,
+    FunctionCommand,
+    OperationError,
+    StringCommand,
+    operation,
+)
+from pyinfra.facts.server import Command
 
-from .. import hub
+from .. import hub, progress
 from ..boxcli import tool_command, transient
 from ..facts.checkpoints import CheckpointState
-from .secrets import secret_path, with_secret
+from .secrets import SECRETS_DIR, secret_path
+
+# (host, unit) of the downloads this run started or found running: the models step then waits for
+# that one instead of starting another (set when the command runs, not when the plan is made).
+_STARTED: set[tuple[str, str]] = set()
+RUN_DIR = "/run/laguna-kit"
+
+
+class Fetch:
+    """Where one checkpoint's box-side download keeps its things, and its command line."""
+
+    def __init__(
+        self,
+        ckpt,
+        dest,
+        endpoint,
+        token_var,
+        kit_dir,
+        workers,
+        margin_mib,
+        rehash,
+        retries,
+        backoff_max_s,
+        read_timeout_s,
+    ):
+        self.ckpt, self.dest, self.kit_dir = ckpt, dest, kit_dir
+        self.token_var = token_var
+        self.unit = f"laguna-fetch-{ckpt.folder}"
+        self.state_dir = f"{kit_dir}/state"
+        self.manifest = f"{self.state_dir}/{ckpt.folder}.manifest.json"
+        # Every run's record (bytes fetched and hashed) feeds status and the benchmarks.
+        self.log = f"{self.state_dir}/fetch-log.jsonl"
+        self.err = f"{RUN_DIR}/{self.unit}.err"
+        self.rc = f"{RUN_DIR}/{self.unit}.rc"
+        self.progress = f"{RUN_DIR}/{self.unit}.progress.json"
+        self.token_file = secret_path(f"hf_token-{ckpt.folder}")
+        self.args = [
+            "--repo", ckpt.repo, "--manifest", self.manifest, "--dest", dest,
+            "--margin-mib", margin_mib, *(["--rehash"] if rehash else []),
+            "--endpoint", endpoint, "--workers", workers, "--progress", self.progress,
+            "--retries", retries, "--backoff-max-s", backoff_max_s,
+            "--read-timeout-s", read_timeout_s,
+        ]  # fmt: skip
+
+    def prepared(self):
+        yield f"install -d -m 755 {shlex.quote(self.state_dir)} {shlex.quote(self.dest)}"
+        yield FileUploadCommand(io.StringIO(json.dumps(hub.manifest(self.ckpt))), self.manifest)
+
+    def started(self, keep_finished: bool):
+        """Start the download as a transient unit that outlives this SSH session, unless it runs
+        already (or, with keep_finished, already ended well in this run). The token goes in on
+        stdin, into a file on /run that the fetch deletes once read."""
+        token = os.environ.get(self.token_var) or ""
+        args = [*self.args, *(["--token-file", self.token_file] if token else [])]
+        result = f'echo "$? {self.ckpt.commit}" > {shlex.quote(self.rc)}'
+        script = f"{tool_command(self.kit_dir, 'laguna_fetch.py', *args)}; {result}"
+        run = " ".join(
+            shlex.quote(w)
+            for w in [
+                "systemd-run", "--quiet", "--collect", f"--unit={self.unit}",
+                "-p", f"StandardOutput=append:{self.log}",
+                "-p", f"StandardError=truncate:{self.err}",
+                "--", "/bin/sh", "-c", script,
+            ]
+        )  # fmt: skip
+        q = shlex.quote
+        skip = f"systemctl is-active -q {q(self.unit)}"
+        if keep_finished:
+            skip += f' || [ "$(cat {q(self.rc)} 2>/dev/null)" = "0 {self.ckpt.commit}" ]'
+        take = f"umask 077 && cat > {q(self.token_file)} && umask 022 && " if token else ""
+        cmd = (
+            f"install -d -m 755 {RUN_DIR} && install -d -m 700 {SECRETS_DIR} && "
+            f"if {skip}; then cat > /dev/null; else {take}rm -f {q(self.rc)} && {run}; fi"
+        )
+        yield StringCommand(cmd, _stdin=token or "\n")
+        key = (host.name, self.unit)
+        yield FunctionCommand(lambda state, host: _STARTED.add(key), (), {})
+
+    def waited(self):
+        yield FunctionCommand(
+            lambda state, host: wait_for_fetch(host, self.unit, self.progress), (), {}
+        )
+        q = shlex.quote
+        yield (
+            f"rc=$(cat {q(self.rc)} 2>/dev/null); "
+            f'[ "$rc" = "0 {self.ckpt.commit}" ] && exit 0; '
+            f"rm -f {q(self.token_file)}; cat {q(self.err)} >&2 2>/dev/null; "
+            f'[ -n "$rc" ] || echo "laguna-fetch: {self.ckpt.repo}: the download stopped without '
+            'a result (stopped by hand, or the box restarted): re-run to resume" >&2; exit 2'
+        )
+
+
+def wait_for_fetch(host, unit: str, progress_path: str) -> None:
+    """Wait while the box-side download runs, printing its progress at least every 30 s."""
+    last = None
+    while True:
+        out = host.get_fact(
+            Command,
+            command=f"systemctl is-active {shlex.quote(unit)} 2>/dev/null; "
+            f"cat {shlex.quote(progress_path)} 2>/dev/null; true",
+        )
+        lines = (out or "").splitlines()
+        running = bool(lines) and lines[0].strip() in ("active", "activating", "reloading")
+        try:
+            rec = json.loads(lines[1]) if len(lines) > 1 else None
+        except ValueError:
+            rec = None
+        now = time.monotonic()
+        if rec and (not running or last is None or now - last >= progress.PRINT_EVERY_S):
+            logger.info(f"[{host.name}] download {progress.line(rec)}")
+            last = now
+        if not running:
+            return
+        time.sleep(progress.POLL_S)
+
+
+def _todo(ckpt, dest, rehash):
+    seen = host.get_fact(CheckpointState, path=dest)
+    return seen, hub.not_verified(ckpt, seen["stats"], seen["state"]) or (
+        ["re-hash asked for"] if rehash else []
+    )
+
+
+def _verified_noop(ckpt):
+    host.noop(
+        f"{ckpt.repo}@{ckpt.commit[:12]}: {len(ckpt.files)} files verified "
+        f"({ckpt.size / 2**30:.2f} GiB), nothing hashed"
+    )
+
+
+@operation()
+def checkpoint_fetch_started(
+    ckpt,
+    dest: str,
+    endpoint: str,
+    token_var: str,
+    kit_dir: str,
+    workers: int,
+    margin_mib: int,
+    rehash: bool = False,
+    mirror: str = "",
+    retries: int = 5,
+    backoff_max_s: float = 60,
+    read_timeout_s: float = 60,
+):
+    """
+    Start the checkpoint's download on the box, not waiting for it: it needs neither the driver
+    nor Docker, so it runs while they are installed. `checkpoint_synced` waits for it later.
+
+    Arguments as `checkpoint_synced`'s. Offline (`mirror`), nothing starts here: the push from the
+    control machine happens in `checkpoint_synced`.
+
+    **Example:**
+
+    .. code:: python
+
+        checkpoint_fetch_started(name="target", ckpt=ckpt, dest="/models/Laguna-S-2.1-INT4",
+                                 endpoint=HUB, token_var="HF_TOKEN", kit_dir="/opt/laguna-kit",
+                                 workers=4, margin_mib=10240)
+    """
+    if mirror:
+        host.noop(f"{ckpt.repo}: offline, pushed from the mirror at the models step")
+        return
+    _, todo = _todo(ckpt, dest, rehash)
+    if not todo:
+        _verified_noop(ckpt)
+        return
+    f = Fetch(ckpt, dest, endpoint, token_var, kit_dir, workers, margin_mib, rehash, retries,
+              backoff_max_s, read_timeout_s)  # fmt: skip
+    yield from f.prepared()
+    yield from f.started(keep_finished=False)
 
 
 @operation()
@@ -27,13 +205,19 @@ def checkpoint_synced(
     margin_mib: int,
     rehash: bool = False,
     mirror: str = "",
+    retries: int = 5,
+    backoff_max_s: float = 60,
+    read_timeout_s: float = 60,
 ):
     """
     The pinned checkpoint is in `dest`, every file verified against the hub's hash.
 
     Judged from stat and the box's verification record: a converged box is not hashed. Otherwise
-    the box's laguna_fetch.py runs (resume, hash, quarantine, one re-fetch). The hub token reaches
-    the box only as a secret file (operations/secrets.py), never in a command line.
+    the box's laguna_fetch.py runs in a transient unit (resume, retries, hash as received,
+    quarantine, one re-fetch): the one `checkpoint_fetch_started` began earlier in this run, or
+    one started now (a run without that step, or a download the driver's reboot ended). The wait
+    prints the download's progress at least every 30 s. The hub token reaches the box only on a
+    command's stdin (operations/secrets.py), never in a command line.
 
     + ckpt: the hub's description of the pinned commit (laguna_kit.hub.Checkpoint)
     + dest: the checkpoint folder on the box
@@ -44,6 +228,9 @@ def checkpoint_synced(
     + margin_mib: free space kept beyond the download
     + rehash: hash every file once, whatever the record says
     + mirror: offline: a mirror folder on the control machine to push from instead of the hub
+    + retries: attempts per file without progress before the download fails
+    + backoff_max_s: the longest pause between two attempts
+    + read_timeout_s: a transfer silent this long is retried
 
     **Example:**
 
@@ -53,35 +240,15 @@ def checkpoint_synced(
                           token_var="HF_TOKEN", kit_dir="/opt/laguna-kit", workers=4,
                           margin_mib=10240)
     """
-    seen = host.get_fact(CheckpointState, path=dest)
-    todo = hub.not_verified(ckpt, seen["stats"], seen["state"]) or (
-        ["re-hash asked for"] if rehash else []
-    )
-    if not todo:
-        host.noop(
-            f"{ckpt.repo}@{ckpt.commit[:12]}: {len(ckpt.files)} files verified "
-            f"({ckpt.size / 2**30:.2f} GiB), nothing hashed"
-        )
+    seen, todo = _todo(ckpt, dest, rehash)
+    f = Fetch(ckpt, dest, endpoint, token_var, kit_dir, workers, margin_mib, rehash, retries,
+              backoff_max_s, read_timeout_s)  # fmt: skip
+    started_here = (host.name, f.unit) in _STARTED
+    if not todo and not started_here:
+        _verified_noop(ckpt)
         return
-    state_dir = f"{kit_dir}/state"
-    manifest_path = f"{state_dir}/{ckpt.folder}.manifest.json"
-    # Every run's record (bytes fetched and hashed) feeds status and the benchmarks.
-    log = f"append:{state_dir}/fetch-log.jsonl"
-    unit = f"laguna-fetch-{ckpt.folder}"
-    fetch = [
-        "--repo",
-        ckpt.repo,
-        "--manifest",
-        manifest_path,
-        "--dest",
-        dest,
-        "--margin-mib",
-        margin_mib,
-        *(["--rehash"] if rehash else []),
-    ]
-    yield f"install -d -m 755 {shlex.quote(state_dir)} {shlex.quote(dest)}"
-    yield FileUploadCommand(io.StringIO(json.dumps(hub.manifest(ckpt))), manifest_path)
     if mirror:  # offline: push what the box lacks from the control machine's mirror, verify there
+        yield from f.prepared()
         src = hub.mirror_folder(mirror, ckpt.repo, ckpt.commit)
         upload = f"{dest.rstrip('/')}.laguna-upload"  # same filesystem as dest: moved by rename
         paths = hub.unverified_paths(ckpt, seen["stats"], seen["state"])
@@ -94,14 +261,16 @@ def checkpoint_synced(
         yield "install -d -m 755 " + " ".join(shlex.quote(x) for x in dirs)
         for p in paths:
             yield FileUploadCommand(os.path.join(src, p), f"{upload}/{p}")
+        args = [a for a in f.args]
+        cut = args.index("--endpoint")
+        args = args[:cut] + ["--progress", f.progress]  # no hub, no workers, no retries offline
         yield transient(
-            unit, tool_command(kit_dir, "laguna_fetch.py", *fetch, "--uploaded", upload), log
+            f.unit,
+            tool_command(kit_dir, "laguna_fetch.py", *args, "--uploaded", upload),
+            f"append:{f.log}",
         )
         return
-    token_file = secret_path(f"hf_token-{ckpt.folder}")
-    fetch += ["--endpoint", endpoint, "--token-file", token_file, "--workers", workers]
-    yield from with_secret(
-        os.environ.get(token_var) or "",
-        token_file,
-        transient(unit, tool_command(kit_dir, "laguna_fetch.py", *fetch), log),
-    )
+    if not started_here:
+        yield from f.prepared()
+    yield from f.started(keep_finished=started_here)
+    yield from f.waited()

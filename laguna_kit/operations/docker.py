@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from pyinfra import host
 from pyinfra.api import OperationError, operation
@@ -46,7 +47,39 @@ def image_present(ref: str):
     if digest:
         host.noop(f"{ref} present ({digest})")
         return
-    yield f"docker pull -q {ref}"
+    # After image_pull_started's pull (if any) ended: a finished one leaves one manifest check to
+    # do here; a failed one is tried once more, its error shown.
+    wait = f"while systemctl is-active -q {PULL_UNIT}; do sleep 2; done"
+    yield f"{wait}; docker pull -q {shlex.quote(ref)}"
+
+
+PULL_UNIT = "laguna-pull"
+
+
+@operation()
+def image_pull_started(ref: str):
+    """
+    Start pulling the pinned tag box-side, not waiting for it: the pull runs while the firewall
+    is loaded and the checkpoints finish; `image_present` waits for it.
+
+    + ref: the image reference (repository:tag)
+
+    **Example:**
+
+    .. code:: python
+
+        image_pull_started(name="vLLM image pull started", ref="vllm/vllm-openai:v0.25.1")
+    """
+    digest = host.get_fact(DockerImageDigest, ref=ref)
+    if digest:
+        host.noop(f"{ref} present ({digest})")
+        return
+    run = " ".join(
+        shlex.quote(w)
+        for w in ["systemd-run", "--quiet", "--collect", f"--unit={PULL_UNIT}", "--",
+                  "docker", "pull", "-q", ref]
+    )  # fmt: skip
+    yield f"systemctl is-active -q {PULL_UNIT} || {run}"
 
 
 ENGINE_PACKAGES = ("docker-ce", "docker.io", "moby-engine", "docker-engine")

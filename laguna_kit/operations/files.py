@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
+import shlex
 
 from pyinfra import host
-from pyinfra.api import OperationError, operation
+from pyinfra.api import FileUploadCommand, OperationError, operation
 from pyinfra.facts.files import FileContents
 from pyinfra.operations import files as pyinfra_files
+
+from ..facts.files import FileHashes
 
 
 def deep_merge(base: dict, wanted: dict) -> dict:
@@ -65,3 +70,36 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
     yield from pyinfra_files.put._inner(
         src=io.StringIO(json.dumps(merged, indent=4) + "\n"), dest=path, mode=mode
     )
+
+
+@operation()
+def files_synced(files: list[tuple[bytes, str, str]]):
+    """
+    Many small files put on the box in one operation, judged by one command (sha256 and mode of
+    all of them): a converged box costs one remote command, not two per file. Only files whose
+    content or mode differ are uploaded (atomically: to a temporary name, then renamed).
+
+    + files: (content, destination, mode) of each file
+
+    **Example:**
+
+    .. code:: python
+
+        files_synced(name="Box tools", files=[(b"print(1)", "/opt/laguna-kit/bin/x.py", "755")])
+    """
+    seen = host.get_fact(FileHashes, paths=[dest for _, dest, _ in files])
+    stale = [
+        (data, dest, mode)
+        for data, dest, mode in files
+        if seen.get(dest) != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
+    ]
+    if not stale:
+        host.noop(f"{len(files)} files up to date")
+        return
+    dirs = sorted({os.path.dirname(dest) for _, dest, _ in stale})
+    yield "install -d -m 755 " + " ".join(shlex.quote(d) for d in dirs)
+    for data, dest, mode in stale:
+        tmp = f"{dest}.laguna-new"
+        yield FileUploadCommand(io.BytesIO(data), tmp)
+        q_tmp = shlex.quote(tmp)
+        yield f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"

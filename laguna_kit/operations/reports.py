@@ -6,7 +6,9 @@ from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.server import Command
 
+from .. import progress
 from ..boxtools.layout import FIREWALL_RULES
+from ..facts.checkpoints import DownloadProgress
 from ..facts.network import FirewallState
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
@@ -53,11 +55,26 @@ def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
     ]
 
 
+def download_lines(records: list[dict]) -> list[str]:
+    """A line per checkpoint download running, or ended without its files verified."""
+    out = []
+    for rec in records:
+        if rec.get("unit") in ("active", "activating"):
+            out.append(f"download running: {progress.line(rec)}")
+        elif rec.get("state") != "verified":
+            out.append(
+                f"PROBLEM: download ended unfinished: {progress.line(rec)}; re-run deploy.py "
+                "to resume (the bytes received are kept)"
+            )
+    return out
+
+
 @operation()
 def serving_reported(kit_dir: str, unit: str, port: int, rules: str = FIREWALL_RULES):
     """
-    Log unit state, release, digest, GPU memory, endpoint health, the last gate result and the
-    firewall table's state (a missing or altered table is logged as a problem, by name).
+    Log unit state, release, digest, GPU memory, endpoint health, the last gate result, the
+    firewall table's state (a missing or altered table is logged as a problem, by name) and a
+    checkpoint download in progress (bytes done / total, rate, ETA) or ended unfinished.
 
     + kit_dir: the kit's folder on the box
     + unit: the serving unit
@@ -79,6 +96,7 @@ def serving_reported(kit_dir: str, unit: str, port: int, rules: str = FIREWALL_R
     table = host.get_fact(FirewallState, kit_dir=kit_dir, rules=rules)["table"]
     problem = FIREWALL_PROBLEMS.get(table)
     lines.append(f"PROBLEM: {problem}" if problem else "firewall table inet laguna_kit: loaded")
+    lines += download_lines(host.get_fact(DownloadProgress))
     for line in lines:
         (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
     host.noop("; ".join(lines))

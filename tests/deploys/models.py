@@ -1,6 +1,7 @@
 # Test deploy: only what tasks/models.py needs (it does not depend on the driver or Docker).
-from pyinfra import local
+from laguna_kit import steps
 
-local.include("tasks/preflight.py")
-local.include("tasks/box_tools.py")
-local.include("tasks/models.py")
+steps.include("tasks/preflight.py")
+steps.include("tasks/box_tools.py")
+steps.include("tasks/download.py")
+steps.include("tasks/models.py")

@@ -6,12 +6,20 @@ it with ``HF_ENDPOINT``: model info (``blobs=true`` gives sizes and LFS sha256),
 Range. Repos are small generated stand-ins named like the real ones, pinned at the real commits.
 
 Test controls (not part of the hub API), under ``/_standin/``:
-- ``GET stats``        bytes served per file since the last reset; ``POST reset``;
+- ``GET stats``        bytes served per file since the last reset; ``POST reset`` (faults and
+                       the link's rate too);
 - ``POST faults``      JSON ``{"cut": {"<path>": bytes}}``: the next download of that file is cut
                        after that many bytes (a killed transfer), ``{"corrupt": {"<path>": true}}``:
                        served bytes are flipped while the metadata stays right (a bad mirror),
                        ``{"slow": {"<path>": bytes_per_second}}``: that file is served slowly until
-                       the next reset (a long transfer to interrupt).
+                       the next reset (a long transfer to interrupt),
+                       ``{"stall": {"<path>": [bytes, seconds]}}``: the next download of that file
+                       stops sending after that many bytes and keeps the connection open, silent,
+                       for that long, then closes it (a hub or proxy that hangs mid-shard),
+                       ``{"status": {"<path>": [code, times]}}``: the next `times` downloads of that
+                       file answer that HTTP status (a 503 from an overloaded CDN node);
+- ``POST rate``        JSON ``{"bytes_per_second": N}`` (0 = unlimited): every file download is
+                       paced to N bytes/s shared by all downloads, like one link of that speed.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import struct
 import threading
 import time
@@ -140,6 +149,9 @@ class Hub:
         self.cut: dict[str, int] = {}
         self.corrupt: set[str] = set()
         self.slow: dict[str, int] = {}
+        self.stall: dict[str, tuple[int, float]] = {}
+        self.status: dict[str, list[int]] = {}
+        self.link = Link(0)
         self.other_commits: dict[tuple[str, str], Repo] = {}
 
     def replace_file(self, repo_id: str, path: str, data: bytes | None) -> bytes | None:
@@ -239,6 +251,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.hub.cut.clear()
                 self.hub.corrupt.clear()
                 self.hub.slow.clear()
+                self.hub.stall.clear()
+                self.hub.status.clear()
+                self.hub.link = Link(0)
+            return self._json({"ok": True})
+        if path == "/_standin/rate":
+            self.hub.link = Link(int(json.loads(body or b"{}").get("bytes_per_second", 0)))
             return self._json({"ok": True})
         if path == "/_standin/faults":
             faults = json.loads(body or b"{}")
@@ -246,6 +264,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.hub.cut.update({k: int(v) for k, v in faults.get("cut", {}).items()})
                 self.hub.corrupt.update(k for k, v in faults.get("corrupt", {}).items() if v)
                 self.hub.slow.update({k: int(v) for k, v in faults.get("slow", {}).items()})
+                self.hub.stall.update(
+                    {k: (int(v[0]), float(v[1])) for k, v in faults.get("stall", {}).items()}
+                )
+                self.hub.status.update(
+                    {k: [int(v[0]), int(v[1])] for k, v in faults.get("status", {}).items()}
+                )
             return self._json({"ok": True})
         m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/paths-info/([^/]+)", path)
         if m:
@@ -317,6 +341,15 @@ class Handler(BaseHTTPRequestHandler):
                 "EntryNotFound",
                 f"{filename} does not exist at {commit}",
             )
+        with self.hub.lock:
+            forced = self.hub.status.get(filename)
+            if forced and forced[1] > 0 and filename not in self.hub.cut:  # a pending cut first
+                forced[1] -= 1
+            else:
+                forced = None
+        if forced and self.command == "GET":
+            # What a CDN in trouble sends: a short body, the connection kept.
+            return self._error(forced[0], "ServiceUnavailable", "Service Unavailable (stand-in)")
         data, meta = repo.files[filename], repo.meta[filename]
         etag = meta["sha256"] or meta["oid"]
         start, end, status = 0, len(data) - 1, 200
@@ -351,12 +384,25 @@ class Handler(BaseHTTPRequestHandler):
         with self.hub.lock:
             cut = self.hub.cut.pop(filename, None)
             rate = self.hub.slow.get(filename)
+            stall = self.hub.stall.pop(filename, None)
+            link = self.hub.link
             if filename in self.hub.corrupt:
                 chunk = bytes(b ^ 0xFF for b in chunk[:64]) + chunk[64:]
         if cut is not None:
             chunk = chunk[: max(cut - start, 0)]
+        if link.rate:
+            # A small send buffer, so a connection whose client is gone stops taking link time
+            # (with the default, megabytes queue up for a peer that rebooted: not a real link).
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
         try:
             for i in range(0, len(chunk), 1 << 16):
+                if stall is not None and i >= stall[0]:
+                    self.wfile.flush()
+                    time.sleep(stall[1])  # connection open, not a byte; then it gives up
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                link.take(len(chunk[i : i + (1 << 16)]))
                 self.wfile.write(chunk[i : i + (1 << 16)])
                 with self.hub.lock:
                     self.hub.served[key] = self.hub.served.get(key, 0) + len(
@@ -370,6 +416,24 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.wfile.flush()
             self.connection.shutdown(2)
+
+
+class Link:
+    """A shared link of `rate` bytes/s (0: unlimited): downloads in parallel share it, as they
+    would share a real uplink."""
+
+    def __init__(self, rate: int):
+        self.rate, self.lock, self.next_free = rate, threading.Lock(), time.monotonic()
+
+    def take(self, n: int) -> None:
+        if not self.rate:
+            return
+        with self.lock:
+            start = max(self.next_free, time.monotonic())
+            self.next_free = start + n / self.rate
+        delay = self.next_free - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
 
 
 def default_repos(token: str | None = None, shard_bytes: int = 1 << 20) -> list[Repo]:

@@ -82,6 +82,7 @@ ARG_TYPES = {
         v["repo"], v["commit"], tuple(hub.HubFile(**f) for f in v["files"])
     ),
     "knobs": lambda v: dict(settings.defaults(), **v),
+    "files": lambda v: [(text.encode(), dest, mode) for text, dest, mode in v],
 }
 
 
