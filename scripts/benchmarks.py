@@ -36,7 +36,7 @@ FETCH_LOG = "/opt/laguna-kit/state/fetch-log.jsonl"
 HUB = f"http://127.0.0.1:{HUB_PORT}"
 
 
-def timed_deploy(sb) -> dict:
+def timed_deploy(sb, log: str = "") -> dict:
     times = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
     env = dict(os.environ, LAGUNA_HOSTS=str(SANDBOX_HOSTS), LAGUNA_KIT_STEP_TIMES=times, **sb.env())
     t = time.monotonic()
@@ -49,6 +49,9 @@ def timed_deploy(sb) -> dict:
     )
     seconds = time.monotonic() - t
     out = proc.stdout + proc.stderr
+    if log:
+        with open(log, "w") as fh:
+            fh.write(out)
     if proc.returncode != 0:
         sys.exit(f"benchmarks: deploy failed (exit {proc.returncode}):\n{out[-3000:]}")
     # pyinfra's own results table ends with: Grand total | hosts | success (changed) | error | no
@@ -107,6 +110,7 @@ def main() -> int:
     p.add_argument(
         "--hub-rate", type=int, default=256 << 10, help="stand-in hub link, bytes/s (0: unlimited)"
     )
+    p.add_argument("--logs", default="", help="keep each run's pyinfra --debug output here")
     p.add_argument("--dkms-s", type=int, default=30, help="stand-in driver's module build time")
     a = p.parse_args()
     out = {
@@ -128,11 +132,11 @@ def main() -> int:
         )
         httpx.post(f"{HUB}/_standin/rate", json={"bytes_per_second": a.hub_rate})
         out["stand_ins"] = {"hub_bytes_per_second": a.hub_rate, "dkms_build_s": a.dkms_s}
-        out["first_converge"] = timed_deploy(sb)
+        out["first_converge"] = timed_deploy(sb, a.logs and f"{a.logs}/first-converge.log")
         httpx.post(f"{HUB}/_standin/rate", json={"bytes_per_second": 0})
         first_fetches = fetch_records(box)
         before = len(fetch_records(box))
-        out["converged_rerun"] = timed_deploy(sb)
+        out["converged_rerun"] = timed_deploy(sb, a.logs and f"{a.logs}/converged-rerun.log")
         new = fetch_records(box)[before:]
         out["converged_rerun"]["rehashed_bytes"] = sum(r["hashed_bytes"] for r in new)
         out["converged_rerun"]["downloader_runs"] = len(new)

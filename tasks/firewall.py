@@ -24,7 +24,9 @@ ssh_port = int(d.get("ssh_port") or 22)  # the port this run's SSH uses is the b
 ports = parse_ports(d.firewall_open_ports)
 rules = dict(api_port=d.api_port, ssh_port=ssh_port, open_tcp=ports["tcp"], open_udp=ports["udp"])
 
-apt_present(name="nftables and ss", packages=["nftables", "iproute2"])
+# netbase: /etc/protocols, by which nft resolves the rules' protocol names (minimal installs
+# lack it; Docker's packages brought it when the firewall came after them).
+apt_present(name="nftables, ss and netbase", packages=["nftables", "iproute2", "netbase"])
 listeners_checked(
     name="No listener of the owner's is cut off the tailnet unless listed or acknowledged",
     container=d.container_name,

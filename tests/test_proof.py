@@ -247,9 +247,11 @@ def test_box_rebooted_mid_deploy_then_rerun_converges(make_box, deploy, sandbox)
     partial = f"/models/Laguna-S-2.1-INT4/.laguna-partial/{shard}.part"
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and run.poll() is None:
+        # Past the package installs (Docker is the last before the models step): a reboot here
+        # interrupts the download, not dpkg.
         got = b.run(
-            f"nft list table inet laguna_kit >/dev/null 2>&1 && stat -c %s {partial} 2>/dev/null "
-            "|| echo 0",
+            "systemctl is-active -q docker && ! grep -qxsE 'dpkg|apt-get|apt' /proc/[0-9]*/comm "
+            f"&& stat -c %s {partial} 2>/dev/null || echo 0",
             check=False,
         ).stdout.strip()
         if got.isdigit() and int(got) > 0:

@@ -23,9 +23,20 @@ from ..boxcli import tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from .secrets import SECRETS_DIR, secret_path
 
-# (host, unit) of the downloads this run started or found running: the models step then waits for
-# that one instead of starting another (set when the command runs, not when the plan is made).
-_STARTED: set[tuple[str, str]] = set()
+
+def _memory(state) -> dict:
+    """What this run (pyinfra's state) knows of its downloads, as (host, unit) pairs:
+    "started": started or found running, so the models step waits for that one instead of
+    starting another (set when the command runs, not when the plan is made); "verified": found
+    verified when the download step executed; nothing later in the run changes them, so later
+    steps need not look again."""
+    mem = getattr(state, "laguna_downloads", None)
+    if mem is None:
+        mem = {"started": set(), "verified": set()}
+        state.laguna_downloads = mem
+    return mem
+
+
 RUN_DIR = "/run/laguna-kit"
 
 
@@ -97,7 +108,7 @@ class Fetch:
         )
         yield StringCommand(cmd, _stdin=token or "\n")
         key = (host.name, self.unit)
-        yield FunctionCommand(lambda state, host: _STARTED.add(key), (), {})
+        yield FunctionCommand(lambda state, host: _memory(state)["started"].add(key), (), {})
 
     def waited(self):
         yield FunctionCommand(
@@ -170,8 +181,10 @@ def checkpoint_fetch_started(
     Start the checkpoint's download on the box, not waiting for it: it needs neither the driver
     nor Docker, so it runs while they are installed. `checkpoint_synced` waits for it later.
 
-    Arguments as `checkpoint_synced`'s. Offline (`mirror`), nothing starts here: the push from the
-    control machine happens in `checkpoint_synced`.
+    Called again after a step that may reboot the box (the driver), it goes on with a download
+    this run started; one it found verified is not looked at again. Arguments as
+    `checkpoint_synced`'s. Offline (`mirror`), nothing starts here: the push from the control
+    machine happens in `checkpoint_synced`.
 
     **Example:**
 
@@ -184,8 +197,16 @@ def checkpoint_fetch_started(
     if mirror:
         host.noop(f"{ckpt.repo}: offline, pushed from the mirror at the models step")
         return
+    key = (host.name, f"laguna-fetch-{ckpt.folder}")
+    if (
+        key in _memory(host.state)["verified"]
+    ):  # an earlier call in this run (deploy.py calls it again after the driver)
+        _verified_noop(ckpt)
+        return
     _, todo = _todo(ckpt, dest, rehash)
     if not todo:
+        if host.state.is_executing:
+            _memory(host.state)["verified"].add(key)
         _verified_noop(ckpt)
         return
     f = Fetch(ckpt, dest, endpoint, token_var, kit_dir, workers, margin_mib, rehash, retries,
@@ -240,10 +261,13 @@ def checkpoint_synced(
                           token_var="HF_TOKEN", kit_dir="/opt/laguna-kit", workers=4,
                           margin_mib=10240)
     """
+    if (host.name, f"laguna-fetch-{ckpt.folder}") in _memory(host.state)["verified"]:
+        _verified_noop(ckpt)
+        return
     seen, todo = _todo(ckpt, dest, rehash)
     f = Fetch(ckpt, dest, endpoint, token_var, kit_dir, workers, margin_mib, rehash, retries,
               backoff_max_s, read_timeout_s)  # fmt: skip
-    started_here = (host.name, f.unit) in _STARTED
+    started_here = (host.name, f.unit) in _memory(host.state)["started"]
     if not todo and not started_here:
         _verified_noop(ckpt)
         return
