@@ -7,6 +7,7 @@ import shlex
 
 from pyinfra import host
 from pyinfra.api import OperationError, operation
+from pyinfra.facts.server import Command
 
 from ..facts.docker import DockerConfigState, DockerEngine, DockerImageDigest
 
@@ -73,6 +74,10 @@ def image_pull_started(ref: str):
     digest = host.get_fact(DockerImageDigest, ref=ref)
     if digest:
         host.noop(f"{ref} present ({digest})")
+        return
+    pulling = host.get_fact(Command, command=f"systemctl is-active {PULL_UNIT} || true")
+    if pulling == "active":
+        host.noop(f"{ref}: the pull started earlier still runs ({PULL_UNIT})")
         return
     run = " ".join(
         shlex.quote(w)
