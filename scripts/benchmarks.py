@@ -50,6 +50,7 @@ def timed_deploy(sb, log: str = "") -> dict:
     seconds = time.monotonic() - t
     out = proc.stdout + proc.stderr
     if log:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
         with open(log, "w") as fh:
             fh.write(out)
     if proc.returncode != 0:
