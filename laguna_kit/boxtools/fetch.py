@@ -1,10 +1,10 @@
 """laguna-fetch: put one pinned checkpoint into a folder, every file checked against the hub's
 hashes.
 
-Installed on the box by tasks/box_tools.py, run by tasks/models.py in the kit's venv
-(huggingface_hub). The control
-machine sends the manifest it read from the hub's own metadata (path, size, LFS sha256 or git blob
-id per file); this script:
+Installed on the box by tasks/box_tools.py, started by tasks/download.py (waited for by
+tasks/models.py) in a transient unit, in the kit's venv (huggingface_hub). The control machine
+sends the manifest it read from the hub's own metadata (path, size, LFS sha256 or git blob id per
+file); this script:
 
 - skips files whose verified-state record still matches their stat (size, mtime, inode): a
   converged re-run hashes nothing;
