@@ -60,24 +60,6 @@ class FetchError(Exception):
 HASH_CHUNK = 8 << 20  # reads of a file on disk: large enough that Python's overhead vanishes
 
 
-def git_blob_sha1_of(path: str) -> str:
-    h = hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(HASH_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def sha256_of(path: str, counter: dict) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(HASH_CHUNK), b""):
-            h.update(block)
-            with LOCK:
-                counter["hashed_bytes"] += len(block)
-    return h.hexdigest()
-
-
 def hasher_for(entry: dict):
     """The hub's kind of hash for this file, ready to be fed its bytes in order."""
     if entry.get("sha256"):
@@ -86,6 +68,7 @@ def hasher_for(entry: dict):
 
 
 def wanted_hash(entry: dict) -> str:
+    """The hub's hash of this file: its LFS sha256, else its git blob id."""
     return entry.get("sha256") or entry["blob_id"]
 
 
@@ -93,13 +76,9 @@ def content_ok(path: str, entry: dict, counter: dict) -> tuple[bool, str]:
     """(matches, the hash found) for the hub's kind of hash: LFS sha256, else git blob sha1."""
     if os.path.getsize(path) != entry["size"]:
         return False, f"size {os.path.getsize(path)}"
-    if entry.get("sha256"):
-        found = sha256_of(path, counter)
-        return found == entry["sha256"], found
-    with LOCK:
-        counter["hashed_bytes"] += entry["size"]
-    found = git_blob_sha1_of(path)
-    return found == entry["blob_id"], found
+    h = hasher_for(entry)
+    feed_from_file(path, 0, h, counter)
+    return h.hexdigest() == wanted_hash(entry), h.hexdigest()
 
 
 def hashed_in_parallel(dest: str, entries: list[dict], counter: dict) -> list[tuple[bool, str]]:
@@ -138,7 +117,7 @@ def recorded_ok(state: dict, revision: str, dest: str, entry: dict) -> bool:
     path = os.path.join(dest, entry["path"])
     if not rec or state.get("revision") != revision or not os.path.isfile(path):
         return False
-    want = entry.get("sha256") or entry["blob_id"]
+    want = wanted_hash(entry)
     return rec.get("hash") == want and {
         k: rec.get(k) for k in ("size", "mtime_ns", "inode")
     } == stat_record(path)
@@ -158,11 +137,16 @@ def is_transient(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True  # the network's, unwrapped; a local write error (disk full, read-only) is not
+    return isinstance(exc, _http().TransportError)
+
+
+def _http():
+    """The HTTP library of the venv's huggingface_hub (httpx2 from 2.x on, httpx before)."""
     try:
-        import httpx2 as httpx_mod
+        import httpx2 as http
     except ImportError:  # pragma: no cover - the venv's hub client brings one of them
-        import httpx as httpx_mod
-    return isinstance(exc, httpx_mod.TransportError)
+        import httpx as http
+    return http
 
 
 def describe(exc: BaseException) -> str:
@@ -351,11 +335,7 @@ class Downloader:
 
 
 def _timeout(read_s: float):
-    try:
-        import httpx2 as httpx_mod
-    except ImportError:  # pragma: no cover
-        import httpx as httpx_mod
-    return httpx_mod.Timeout(connect=min(read_s, 30), read=read_s, write=read_s, pool=read_s)
+    return _http().Timeout(connect=min(read_s, 30), read=read_s, write=read_s, pool=read_s)
 
 
 def feed_from_file(path: str, start: int, h, counter: dict, upto: int | None = None) -> int:
@@ -408,7 +388,7 @@ class Uploaded:
         try:
             place(self.dest, src, entry, self.counter)
         except HashMismatch as exc:
-            want = entry.get("sha256") or entry["blob_id"]
+            want = wanted_hash(entry)
             raise FetchError(
                 f"{entry['path']}: the mirror's copy has hash {exc.found}, the hub recorded "
                 f"{want}: "
@@ -418,11 +398,7 @@ class Uploaded:
 
 def place(dest: str, part: str, entry: dict, counter: dict) -> None:
     """Move a complete file into place only after its hash matched: a bad one is quarantined."""
-    ok, found = content_ok(part, entry, counter)
-    if not ok:
-        quarantine(dest, part, entry["path"] + ".download")
-        raise HashMismatch(entry, found)
-    move_into_place(dest, part, entry)
+    place_hashed(dest, part, entry, content_ok(part, entry, counter)[1])
 
 
 def place_hashed(dest: str, part: str, entry: dict, found: str) -> None:
@@ -443,7 +419,7 @@ def move_into_place(dest: str, part: str, entry: dict) -> None:
 class HashMismatch(FetchError):
     def __init__(self, entry, found):
         self.entry, self.found = entry, found
-        want = entry.get("sha256") or entry["blob_id"]
+        want = wanted_hash(entry)
         super().__init__(f"{entry['path']}: hash {found} does not match the hub's {want}")
 
 
@@ -500,7 +476,7 @@ def link_unchanged_files(
         old_state = load_state(old)
         by_hash = {rec.get("hash"): name for name, rec in old_state.get("files", {}).items()}
         for entry in manifest:
-            want = entry.get("sha256") or entry["blob_id"]
+            want = wanted_hash(entry)
             path = os.path.join(dest, entry["path"])
             name = by_hash.get(want)
             if name is None or entry["path"] in files_state or os.path.exists(path):
@@ -643,7 +619,7 @@ def sync(args) -> dict:
                 try:
                     dl.fetch(entry)  # once more, from scratch (the bad download was quarantined)
                 except HashMismatch as second:
-                    want = entry.get("sha256") or entry["blob_id"]
+                    want = wanted_hash(entry)
                     raise FetchError(
                         f"{entry['path']}: fetched twice, both wrong: got {first.found} then "
                         f"{second.found}, the hub's hash is {want}"
@@ -652,9 +628,7 @@ def sync(args) -> dict:
             path = os.path.join(dest, entry["path"])
             progress.note(file_done=True)
             with LOCK:
-                files_state[entry["path"]] = dict(
-                    stat_record(path), hash=entry.get("sha256") or entry["blob_id"]
-                )
+                files_state[entry["path"]] = dict(stat_record(path), hash=wanted_hash(entry))
                 # Recorded as each file lands: a reboot mid-fetch costs no re-hash of finished
                 # files.
                 save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
