@@ -64,6 +64,15 @@ def release_command(kit_dir: str, unit: str, *args) -> str:
     return tool_command(kit_dir, "laguna_release.py", "--kit-dir", kit_dir, "--unit", unit, *args)
 
 
+def systemd_run(unit: str, *props: str, wait: bool = False) -> str:
+    """The quoted words that start a transient service `unit` (collected when it ends, failed or
+    not) with these properties; the command's words follow."""
+    words = ["systemd-run", "--quiet", "--collect", *(["--wait"] if wait else []), f"--unit={unit}"]
+    for prop in props:
+        words += ["-p", prop]
+    return " ".join(shlex.quote(w) for w in [*words, "--"])
+
+
 def transient(unit: str, command: str, stdout: str = "null", stderr_file: str = "") -> str:
     """`command` as a transient systemd service that outlives this SSH session (a dropped
     connection or a killed run does not stop a download or a rollback half way). A run that finds
@@ -71,11 +80,7 @@ def transient(unit: str, command: str, stdout: str = "null", stderr_file: str = 
     shown when it ends; its exit status is the command's."""
     u = shlex.quote(unit)
     err = stderr_file or f"/run/laguna-kit/{unit}.err"
-    props = ["-p", f"StandardOutput={stdout}", "-p", f"StandardError=truncate:{err}"]
-    run = " ".join(
-        shlex.quote(w)
-        for w in ["systemd-run", "--quiet", "--collect", "--wait", f"--unit={unit}", *props, "--"]
-    )
+    run = systemd_run(unit, f"StandardOutput={stdout}", f"StandardError=truncate:{err}", wait=True)
     return (
         f"while systemctl is-active -q {u}; do sleep 5; done; mkdir -p /run/laguna-kit; "
         f"{run} {command}; rc=$?; cat {shlex.quote(err)} >&2 2>/dev/null; exit $rc"

@@ -19,7 +19,7 @@ from pyinfra.api import (
 from pyinfra.facts.server import Command
 
 from .. import hub, progress
-from ..boxcli import tool_command, transient
+from ..boxcli import systemd_run, tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from .secrets import SECRETS_DIR, secret_path
 
@@ -88,15 +88,10 @@ class Fetch:
         args = [*self.args, *(["--token-file", self.token_file] if token else [])]
         result = f'echo "$? {self.ckpt.commit}" > {shlex.quote(self.rc)}'
         script = f"{tool_command(self.kit_dir, 'laguna_fetch.py', *args)}; {result}"
-        run = " ".join(
-            shlex.quote(w)
-            for w in [
-                "systemd-run", "--quiet", "--collect", f"--unit={self.unit}",
-                "-p", f"StandardOutput=append:{self.log}",
-                "-p", f"StandardError=truncate:{self.err}",
-                "--", "/bin/sh", "-c", script,
-            ]
-        )  # fmt: skip
+        unit = systemd_run(
+            self.unit, f"StandardOutput=append:{self.log}", f"StandardError=truncate:{self.err}"
+        )
+        run = f"{unit} /bin/sh -c {shlex.quote(script)}"
         q = shlex.quote
         skip = f"systemctl is-active -q {q(self.unit)}"
         if keep_finished:

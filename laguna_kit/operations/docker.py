@@ -9,6 +9,7 @@ from pyinfra import host
 from pyinfra.api import OperationError, operation
 from pyinfra.facts.server import Command
 
+from ..boxcli import systemd_run
 from ..facts.docker import DockerConfigState, DockerEngine, DockerImageDigest
 
 
@@ -44,9 +45,7 @@ def image_present(ref: str):
 
         image_present(name="vLLM image", ref="vllm/vllm-openai:v0.25.1")
     """
-    digest = host.get_fact(DockerImageDigest, ref=ref)
-    if digest:
-        host.noop(f"{ref} present ({digest})")
+    if _present(ref):
         return
     # After image_pull_started's pull (if any) ended: a finished one leaves one manifest check to
     # do here; a failed one is tried once more, its error shown.
@@ -57,11 +56,19 @@ def image_present(ref: str):
 PULL_UNIT = "laguna-pull"
 
 
+def _present(ref: str) -> bool:
+    """The tag is on the box (said as the operation's no-op)."""
+    digest = host.get_fact(DockerImageDigest, ref=ref)
+    if digest:
+        host.noop(f"{ref} present ({digest})")
+    return bool(digest)
+
+
 @operation()
 def image_pull_started(ref: str):
     """
-    Start pulling the pinned tag box-side, not waiting for it: the pull runs while the firewall
-    is loaded and the checkpoints finish; `image_present` waits for it.
+    Start pulling the pinned tag box-side, not waiting for it: the pull runs while Tailscale is
+    set up and the checkpoints finish; `image_present` waits for it.
 
     + ref: the image reference (repository:tag)
 
@@ -71,20 +78,14 @@ def image_pull_started(ref: str):
 
         image_pull_started(name="vLLM image pull started", ref="vllm/vllm-openai:v0.25.1")
     """
-    digest = host.get_fact(DockerImageDigest, ref=ref)
-    if digest:
-        host.noop(f"{ref} present ({digest})")
+    if _present(ref):
         return
     pulling = host.get_fact(Command, command=f"systemctl is-active {PULL_UNIT} || true")
     if pulling == "active":
         host.noop(f"{ref}: the pull started earlier still runs ({PULL_UNIT})")
         return
-    run = " ".join(
-        shlex.quote(w)
-        for w in ["systemd-run", "--quiet", "--collect", f"--unit={PULL_UNIT}", "--",
-                  "docker", "pull", "-q", ref]
-    )  # fmt: skip
-    yield f"systemctl is-active -q {PULL_UNIT} || {run}"
+    pull = f"{systemd_run(PULL_UNIT)} docker pull -q {shlex.quote(ref)}"
+    yield f"systemctl is-active -q {PULL_UNIT} || {pull}"
 
 
 ENGINE_PACKAGES = ("docker-ce", "docker.io", "moby-engine", "docker-engine")
