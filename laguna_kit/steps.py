@@ -18,6 +18,8 @@ import time
 from pyinfra import local, state
 from pyinfra.api.state import BaseStateCallback
 
+from . import connection
+
 STEP_OF: dict[str, str] = {}  # operation hash -> task file
 ORDER: list[str] = []
 SPANS: dict[tuple[str, str], list[float]] = {}  # (host, step) -> [first start, last end]
@@ -90,6 +92,7 @@ def _report() -> None:
 
 
 def _install() -> None:
+    connection.install(state)  # the deploy's many small commands: no Nagle delay on each
     if not any(isinstance(h, Timer) for h in state.callback_handlers):
         state.add_callback_handler(Timer())
         atexit.register(_report)

@@ -3,22 +3,20 @@
 # One package (laguna_kit/boxtools) under <kit_dir>/lib, a launcher per tool under <kit_dir>/bin,
 # all judged by one command (files_synced).
 from pyinfra import host
-from pyinfra.operations import pip
 
 from laguna_kit.boxcli import box_tool_files
 from laguna_kit.operations.files import files_synced
-from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.packages import apt_present, venv_packages
 from laguna_kit.operations.server import deploy_locked
 
 d = host.data
 
 apt_present(name="python3-venv for the kit's tools", packages=["python3-venv"])
-pip.packages(
+venv_packages(
     name=f"Tools venv: {', '.join(d.box_venv_packages)}",
-    packages=d.box_venv_packages,  # written as pip freeze prints them, so a re-run compares equal
-    virtualenv=f"{d.kit_dir}/venv",
-    virtualenv_kwargs={"venv": True, "python": "python3"},
-    extra_install_args=f"--index-url {d.pip_index_url}"
+    venv=f"{d.kit_dir}/venv",
+    packages=d.box_venv_packages,
+    install_args=f"--index-url {d.pip_index_url}"
     + (f" --trusted-host {d.pip_trusted_host}" if d.pip_trusted_host else ""),
 )
 files_synced(name="Box tools and their launchers", files=box_tool_files(d.kit_dir))

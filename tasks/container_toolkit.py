@@ -3,8 +3,8 @@
 # than the repository's newest does not resolve); the docker runtime is configured only when
 # daemon.json lacks it.
 from pyinfra import host
-from pyinfra.operations import files
 
+from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.nvidia import nvidia_runtime_configured
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.sources import toolkit_packages
@@ -12,22 +12,24 @@ from laguna_kit.sources import toolkit_packages
 d = host.data
 KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.asc"  # apt reads armored .asc keys
 
-files.download(
-    name="NVIDIA repository signing key",
-    src=d.nvidia_toolkit_key_url,
-    dest=KEYRING,
-    mode="644",
-)
-files.template(
-    name="NVIDIA Container Toolkit apt source",
-    src="files/apt-source.list.j2",
-    dest="/etc/apt/sources.list.d/nvidia-container-toolkit.list",
-    task="tasks/container_toolkit.py",
-    what="NVIDIA's container toolkit repository",
-    url=f"{d.nvidia_toolkit_repo}/$(ARCH)",
-    suite="/",
-    components="",
-    keyring=KEYRING,
+files_synced(
+    name="NVIDIA Container Toolkit apt source and its signing key",
+    fetched=[(d.nvidia_toolkit_key_url, KEYRING, "644")],
+    files=[
+        (
+            kit_file(
+                "files/apt-source.list.j2",
+                task="tasks/container_toolkit.py",
+                what="NVIDIA's container toolkit repository",
+                url=f"{d.nvidia_toolkit_repo}/$(ARCH)",
+                suite="/",
+                components="",
+                keyring=KEYRING,
+            ),
+            "/etc/apt/sources.list.d/nvidia-container-toolkit.list",
+            "644",
+        )
+    ],
 )
 apt_present(
     name=f"NVIDIA Container Toolkit {d.nvidia_toolkit_version} (its four packages), held",

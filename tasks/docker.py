@@ -3,8 +3,9 @@
 # now (the container toolkit task may have added the nvidia runtime to it).
 from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
-from pyinfra.operations import server, systemd
+from pyinfra.operations import server
 
+from laguna_kit.facts import memo
 from laguna_kit.operations.docker import (
     docker_config_applied,
     docker_engine_checked,
@@ -13,9 +14,10 @@ from laguna_kit.operations.docker import (
 )
 from laguna_kit.operations.files import json_merged
 from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.server import service_running
 
 d = host.data
-existing = owner_engine(host.get_fact(DebPackages))
+existing = owner_engine(memo.fact(host, DebPackages))
 
 # Written before the package is installed, so the engine's very first start already uses it.
 json_merged(
@@ -30,12 +32,7 @@ else:
 docker_engine_checked(
     name="Docker engine the toolkit supports (19.03+)", package=existing or d.docker_package
 )
-systemd.service(
-    name="Docker running and enabled at boot",
-    service="docker.service",
-    running=True,
-    enabled=True,
-)
+service_running(name="Docker running and enabled at boot", service="docker.service")
 docker_config_applied(name="Docker restarted when daemon.json changed since it started")
 # The ~10 GB image pull needs only Docker: it runs box-side while the later steps go on
 # (tasks/image.py waits for it).

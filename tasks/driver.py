@@ -8,12 +8,13 @@ import shlex
 
 from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
-from pyinfra.facts.server import Command, KernelVersion, LinuxDistribution
-from pyinfra.operations import files
+from pyinfra.facts.server import Command, LinuxDistribution
 
 from laguna_kit import images, sources
+from laguna_kit.facts import memo
 from laguna_kit.facts.nvidia import NvidiaSmiGpus
-from laguna_kit.facts.server import SecureBoot
+from laguna_kit.facts.server import BoxBasics
+from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.nvidia import (
     nouveau_out_of_initramfs,
     nvidia_compute_present,
@@ -25,22 +26,35 @@ from laguna_kit.operations.packages import apt_present
 d = host.data
 try:
     plan = sources.driver_plan(
-        sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"]),
+        sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"]),
         branch=d.nvidia_driver_branch,
         open_modules=d.nvidia_driver_open,
-        secure_boot=host.get_fact(SecureBoot),
-        kernel=host.get_fact(KernelVersion),
+        secure_boot=memo.fact(host, BoxBasics)["secure_boot"],
+        kernel=memo.fact(host, BoxBasics)["kernel"],
         cuda_repo=d.nvidia_cuda_repo,
     )
 except sources.SourceError:
     plan = None  # the pre-flight refuses this distribution, naming it, before anything runs
-smi = host.get_fact(NvidiaSmiGpus)
+smi = memo.fact(host, NvidiaSmiGpus)
 need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
-installed = host.get_fact(DebPackages)
+installed = memo.fact(host, DebPackages)
 ours = plan is not None and all(name in installed for name in plan.packages)  # kept managed
 keep = not ours and smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: after pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
 CUDA_LIST = "/etc/apt/sources.list.d/laguna-cuda.list"
+
+
+def cuda_source(plan) -> bytes:
+    return kit_file(
+        "files/apt-source.list.j2",
+        task="tasks/driver.py",
+        what=plan.channel,
+        url=plan.repo,
+        suite="/",
+        components="",
+        keyring=sources.CUDA_KEYRING,
+    )
+
 
 if keep:
     version = ", ".join(sorted({g.driver_version for g in smi["gpus"]}))
@@ -60,28 +74,14 @@ elif plan is not None:
         logger.info(
             f"{host.name}: {plan.channel} is already configured ({theirs.split()[0]}): using it"
         )
-    if plan.repo and not theirs:
-        files.download(
-            name=f"Signing key of {plan.channel}",
-            src=plan.key,
-            dest=sources.CUDA_KEYRING,
-            mode="644",
-        )
-        files.template(
-            name=f"apt source: {plan.channel}",
-            src="files/apt-source.list.j2",
-            dest=CUDA_LIST,
-            task="tasks/driver.py",
-            what=plan.channel,
-            url=plan.repo,
-            suite="/",
-            components="",
-            keyring=sources.CUDA_KEYRING,
-        )
-    files.put(
-        name="Blacklist nouveau",
-        src="files/blacklist-nouveau.conf",
-        dest=f"/etc/modprobe.d/{NOUVEAU_CONF}",
+    our_list = bool(plan.repo) and not theirs
+    files_synced(
+        name="Blacklist nouveau" + (f"; apt source and key: {plan.channel}" if our_list else ""),
+        fetched=[(plan.key, sources.CUDA_KEYRING, "644")] if our_list else [],
+        files=[
+            (kit_file("files/blacklist-nouveau.conf"), f"/etc/modprobe.d/{NOUVEAU_CONF}", "644"),
+            *([(cuda_source(plan), CUDA_LIST, "644")] if our_list else []),
+        ],
     )
     nouveau_out_of_initramfs(
         name="Initramfs without nouveau (rebuilt while it could still load it)", conf=NOUVEAU_CONF

@@ -1,14 +1,14 @@
 # The API reachable only over the tailnet, loaded before anything serves: the kit's own nftables
 # table drops new connections that arrive off the tailnet (SSH, ICMP, DHCPv6, Tailscale's port and
-# firewall_open_ports excepted; SSH too with ssh_tailnet_only). Other tables are kept. It is loaded
-# at
-# every boot by its own unit, again after nftables.service's start/reload/stop (a drop-in), and the
-# serving unit requires it. The self-revert is armed only when the rules can cut SSH.
+# firewall_open_ports excepted; SSH too with ssh_tailnet_only). Other tables are kept. It is
+# loaded at every boot by its own unit, again after nftables.service's start/reload/stop (a
+# drop-in), and the serving unit requires it. The self-revert is armed only when the rules can
+# cut SSH.
 from pyinfra import host
-from pyinfra.operations import files, server, systemd
-from pyinfra.operations.util import any_changed
+from pyinfra.operations import server
 
 from laguna_kit.boxtools.layout import FIREWALL_RULES
+from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import (
     firewall_applied,
     listeners_checked,
@@ -16,10 +16,14 @@ from laguna_kit.operations.network import (
     ssh_over_tailnet_checked,
 )
 from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.server import service_running
 
 d = host.data
 RULES = FIREWALL_RULES
 SAFE_RULES = "/etc/laguna-kit/firewall-ssh-open.nft"  # what a revert loads when nothing was loaded
+SYSTEMD = "/etc/systemd/system"
+NFTABLES_WITH_KIT = ("nftables-with-kit.nft", "nftables-stop.nft")  # its start/reload and stop
+NFTABLES_DROPIN = "nftables.service.d/laguna-kit.conf"
 ssh_port = int(d.get("ssh_port") or 22)  # the port this run's SSH uses is the box's sshd port
 ports = parse_ports(d.firewall_open_ports)
 rules = dict(api_port=d.api_port, ssh_port=ssh_port, open_tcp=ports["tcp"], open_udp=ports["udp"])
@@ -40,49 +44,29 @@ if d.ssh_tailnet_only:  # before the rules file is written: the boot unit would 
     ssh_over_tailnet_checked(
         name="SSH limited to the tailnet only from a run connected over it", ssh_port=ssh_port
     )
-    files.template(
-        name="Firewall rules with SSH open (what a revert falls back to)",
-        src="files/laguna-firewall.nft.j2",
-        dest=SAFE_RULES,
-        ssh_tailnet_only=False,
-        mode="644",
-        **rules,
-    )
-files.directory(name="/etc/laguna-kit", path="/etc/laguna-kit", mode="755")
-files.template(
-    name="Firewall rules (new connections only over the tailnet)",
-    src="files/laguna-firewall.nft.j2",
-    dest=RULES,
-    ssh_tailnet_only=d.ssh_tailnet_only,
-    mode="644",
-    **rules,
-)
-unit = files.put(
-    name="Firewall unit (loads the table at boot, before the network)",
-    src="files/laguna-firewall.service",
-    dest="/etc/systemd/system/laguna-firewall.service",
-)
-for name in ("nftables-with-kit.nft", "nftables-stop.nft"):
-    files.put(
-        name=f"nftables.service with the kit's table: {name}",
-        src=f"files/{name}",
-        dest=f"/etc/laguna-kit/{name}",
-        mode="644",
-    )
-dropin = files.put(
-    name="nftables.service start, reload and stop keep the kit's table (same transaction)",
-    src="files/nftables-laguna-kit.conf",
-    dest="/etc/systemd/system/nftables.service.d/laguna-kit.conf",
+TEMPLATE = "files/laguna-firewall.nft.j2"
+written = files_synced(
+    name="Firewall rules, their boot unit, nftables.service's drop-in (one transaction with ours)",
+    files=[
+        *(  # what a revert falls back to: the same rules with SSH open
+            [(kit_file(TEMPLATE, **rules, ssh_tailnet_only=False), SAFE_RULES, "644")]
+            if d.ssh_tailnet_only
+            else []
+        ),
+        (kit_file(TEMPLATE, **rules, ssh_tailnet_only=d.ssh_tailnet_only), RULES, "644"),
+        (kit_file("files/laguna-firewall.service"), f"{SYSTEMD}/laguna-firewall.service", "644"),
+        *((kit_file(f"files/{n}"), f"/etc/laguna-kit/{n}", "644") for n in NFTABLES_WITH_KIT),
+        (kit_file("files/nftables-laguna-kit.conf"), f"{SYSTEMD}/{NFTABLES_DROPIN}", "644"),
+    ],
 )
 server.shell(
     name="Reload systemd for the firewall units (and enable the unit where its [Install] says)",
     commands=["systemctl daemon-reload", "systemctl reenable laguna-firewall.service"],
-    _if=any_changed(unit, dropin),
+    _if=written.did_change,
 )
-systemd.service(
+service_running(
     name="Firewall unit enabled at boot",
     service="laguna-firewall.service",
-    enabled=True,
     running=None,  # loaded below (with the self-revert when it can cut SSH)
 )
 firewall_applied(

@@ -3,6 +3,7 @@ from pyinfra import host, logger
 from pyinfra.facts.server import LinuxDistribution
 
 from laguna_kit import images, sources
+from laguna_kit.facts import memo
 from laguna_kit.facts.checkpoints import FileSizes
 from laguna_kit.hub import HubError, source_checkpoint
 from laguna_kit.operations.server import preflight
@@ -15,9 +16,11 @@ problems = []
 # Space still needed = what the hub says the pinned checkpoints are, less what is already on disk.
 need_mib = 0
 try:
-    for repo, rev in checkpoint_pairs(d):
-        ckpt = source_checkpoint(d, repo, rev)
-        have = host.get_fact(FileSizes, path=f"{d.model_dir}/{ckpt.folder}")
+    ckpts = [source_checkpoint(d, repo, rev) for repo, rev in checkpoint_pairs(d)]
+    folders = [f"{d.model_dir}/{ckpt.folder}" for ckpt in ckpts]
+    on_disk = host.get_fact(FileSizes, paths=folders)
+    for ckpt, folder in zip(ckpts, folders):
+        have = on_disk.get(folder, {})
         need_mib += sum(f.size for f in ckpt.files if have.get(f.path) != f.size) // (1 << 20)
 except HubError as exc:
     problems.append(str(exc))
@@ -31,7 +34,7 @@ need, unread = images.requirement_or_reason(d.image_registry, d.vllm_image)
 if unread:
     logger.warning(f"{host.name}: {unread}; a driver already on the box is judged after the pull")
 try:
-    distro = sources.distro_of(host.get_fact(LinuxDistribution)["release_meta"])
+    distro = sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
     channel = sources.driver_plan(
         distro, d.nvidia_driver_branch, d.nvidia_driver_open, False, "", d.nvidia_cuda_repo
     ).channel

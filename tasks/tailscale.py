@@ -3,42 +3,41 @@
 # machine's environment (never printed, never world-readable).
 from pyinfra import host
 from pyinfra.facts.server import LinuxDistribution
-from pyinfra.operations import files, systemd
 
+from laguna_kit.facts import memo
+from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import tailscale_joined
 from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.server import service_running
 from laguna_kit.sources import distro_of, tailscale_source
 
 d = host.data
 KEYRING = "/usr/share/keyrings/tailscale-archive-keyring.gpg"
 source = tailscale_source(
-    d.tailscale_pkgs_url, distro_of(host.get_fact(LinuxDistribution)["release_meta"])
+    d.tailscale_pkgs_url, distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
 )
 
-files.download(
-    name="Tailscale repository signing key",
-    src=d.tailscale_key_url or source["key"],
-    dest=KEYRING,
-    mode="644",
-)
-files.template(
-    name="Tailscale apt source",
-    src="files/apt-source.list.j2",
-    dest="/etc/apt/sources.list.d/tailscale.list",
-    task="tasks/tailscale.py",
-    what="Tailscale's repository",
-    url=d.tailscale_repo or source["repo"],
-    suite=source["codename"],
-    components="main",
-    keyring=KEYRING,
+files_synced(
+    name="Tailscale apt source and its signing key",
+    fetched=[(d.tailscale_key_url or source["key"], KEYRING, "644")],
+    files=[
+        (
+            kit_file(
+                "files/apt-source.list.j2",
+                task="tasks/tailscale.py",
+                what="Tailscale's repository",
+                url=d.tailscale_repo or source["repo"],
+                suite=source["codename"],
+                components="main",
+                keyring=KEYRING,
+            ),
+            "/etc/apt/sources.list.d/tailscale.list",
+            "644",
+        )
+    ],
 )
 apt_present(name="Tailscale", packages=["tailscale"])
-systemd.service(
-    name="tailscaled running and enabled",
-    service="tailscaled.service",
-    running=True,
-    enabled=True,
-)
+service_running(name="tailscaled running and enabled", service="tailscaled.service")
 tailscale_joined(
     name="On the tailnet",
     auth_key_env=d.tailscale_auth_key_env,

@@ -118,8 +118,12 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
     rel = json.loads(b.run("cat /opt/laguna-kit/releases/0001/release.json").stdout)
     assert digest.endswith(rel["spec"]["image_digest"])
     assert rel["spec"]["target_revision"] == "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"
-    second = deploy(b)
+    # A converged re-run changes nothing and asks the box little: each read-only fact once (the
+    # run's memory, laguna_kit/facts/memo.py), many files judged by one command (files_synced).
+    second = deploy(b, args=["--debug"])
     assert second.ok and second.changed() == [], second.changed()
+    commands = second.stderr.count("Running command on ")
+    assert 0 < commands <= 30, f"{commands} remote commands on a converged re-run"
 
 
 def test_mode_switch_is_an_upgrade_and_rollback_restores(served, deploy):

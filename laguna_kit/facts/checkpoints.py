@@ -12,22 +12,33 @@ from . import sections
 
 
 class FileSizes(FactBase):
-    """``{relative path: size}`` of the regular files under a folder (empty when it is missing)."""
+    """``{folder: {relative path: size}}`` of the regular files under each of `paths` (a missing
+    folder has none)."""
 
     @staticmethod
     def default():
         return {}
 
-    def command(self, path):
-        q = shlex.quote(path)
-        return f"[ -d {q} ] && cd {q} && find . -type f -printf '%s %P\\n' || true"
+    def command(self, paths):
+        return (
+            "for d in "
+            + " ".join(shlex.quote(p) for p in paths)
+            + (
+                '; do echo "__DIR__ $d"; [ -d "$d" ] && (cd "$d" && find . -type f -printf '
+                "'%s %P\\n'); done; true"
+            )
+        )
 
     def process(self, output):
-        out = {}
+        out: dict = {}
+        files: dict = {}
         for line in output:
+            if line.startswith("__DIR__ "):
+                files = out.setdefault(line[8:], {})
+                continue
             size, _, rel = line.partition(" ")
             if rel:
-                out[rel] = int(size)
+                files[rel] = int(size)
         return out
 
 

@@ -1,4 +1,4 @@
-"""The Docker engine: when it last read daemon.json, and which images it has."""
+"""The Docker engine (its version, when it last read daemon.json) and its images."""
 
 from __future__ import annotations
 
@@ -8,70 +8,52 @@ import shlex
 from pyinfra.api import FactBase
 
 
-class DockerConfigState(FactBase):
-    """``{"config_mtime": int|None, "started": int|None}``: daemon.json's mtime and when dockerd
-    last started (None when it is not running)."""
-
-    def command(self):
-        return (
-            "stat -c %Y /etc/docker/daemon.json 2>/dev/null || echo none; "
-            "ts=$(systemctl show docker.service -p ActiveEnterTimestamp --value 2>/dev/null); "
-            'if [ -n "$ts" ] && [ "$(systemctl is-active docker.service)" = active ]; '
-            'then date -d "$ts" +%s; else echo none; fi'
-        )
-
-    def process(self, output):
-        values = [None if v.strip() == "none" else int(v) for v in output[-2:]]
-        return {"config_mtime": values[0], "started": values[1]}
-
-
-class DockerImageDigest(FactBase):
-    """The registry digest (``sha256:...``) of a pulled image reference, or None when not pulled."""
+class DockerImage(FactBase):
+    """A pulled image reference: ``{"digest": its registry digest ("sha256:...") or None,
+    "env": the environment its config sets ({"CUDA_VERSION": ..., ...})}``, None when it is not
+    pulled. One `docker image inspect` for both."""
 
     def requires_command(self, ref):
         return "docker"
 
     def command(self, ref):
         return (
-            f"docker image inspect --format '{{{{json .RepoDigests}}}}' {shlex.quote(ref)} "
-            f"2>/dev/null "
-            "|| echo null"
+            "docker image inspect --format '{{json .RepoDigests}} {{json .Config.Env}}' "
+            f"{shlex.quote(ref)} 2>/dev/null || echo null"
         )
 
     def process(self, output):
-        digests = json.loads(output[-1]) or []
-        return digests[0].split("@", 1)[1] if digests else None
-
-
-class DockerImageEnv(FactBase):
-    """The environment a pulled image's config sets (``{"CUDA_VERSION": ..., ...}``), None when
-    the image is not pulled."""
-
-    def requires_command(self, ref):
-        return "docker"
-
-    def command(self, ref):
-        return (
-            f"docker image inspect --format '{{{{json .Config.Env}}}}' {shlex.quote(ref)} "
-            "2>/dev/null || echo null"
-        )
-
-    def process(self, output):
-        env = json.loads(output[-1])
-        return None if env is None else dict(e.split("=", 1) for e in env if "=" in e)
+        if output[-1].strip() == "null":
+            return None
+        digests, _, env = output[-1].partition(" ")
+        digests, env = json.loads(digests) or [], json.loads(env) or []
+        return {
+            "digest": digests[0].split("@", 1)[1] if digests else None,
+            "env": dict(e.split("=", 1) for e in env if "=" in e),
+        }
 
 
 class DockerEngine(FactBase):
     """The engine on the box: ``{"unit": bool (docker.service exists), "version": dockerd's
-    version or ""}``."""
+    version or "", "config_mtime": daemon.json's mtime or None, "started": when dockerd last
+    started, None when it is not running}``."""
 
     def command(self):
         return (
             "systemctl cat docker.service >/dev/null 2>&1 && echo unit=yes || echo unit=no; "
             "echo \"version=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version "
-            "\\([^,]*\\).*/\\1/p')\""
+            "\\([^,]*\\).*/\\1/p')\"; "
+            'echo "config_mtime=$(stat -c %Y /etc/docker/daemon.json 2>/dev/null)"; '
+            "ts=$(systemctl show docker.service -p ActiveEnterTimestamp --value 2>/dev/null); "
+            'if [ -n "$ts" ] && [ "$(systemctl is-active docker.service)" = active ]; '
+            'then echo "started=$(date -d "$ts" +%s)"; else echo started=; fi'
         )
 
     def process(self, output):
         got = dict(line.split("=", 1) for line in output if "=" in line)
-        return {"unit": got.get("unit") == "yes", "version": got.get("version", "").strip()}
+        stamp = {k: got.get(k, "").strip() for k in ("config_mtime", "started")}
+        return {
+            "unit": got.get("unit") == "yes",
+            "version": got.get("version", "").strip(),
+            **{k: int(v) if v.isdigit() else None for k, v in stamp.items()},
+        }

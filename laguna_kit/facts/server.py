@@ -1,4 +1,4 @@
-"""The box itself: free space, memory, Secure Boot."""
+"""The box itself: architecture, kernel, memory, Secure Boot, free space, its services."""
 
 from __future__ import annotations
 
@@ -10,40 +10,45 @@ from ..boxcli import tool_command
 
 
 class FreeSpaceMiB(FactBase):
-    """MiB available to unprivileged writers at `path`, or at its nearest existing parent."""
+    """``{path: MiB}`` available to unprivileged writers at each of `paths`, or at its nearest
+    existing parent."""
 
-    def command(self, path):
+    def command(self, paths):
         return (
-            f'p={shlex.quote(path)}; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; '
-            'df -Pm "$p" | tail -n 1'
+            "for p in "
+            + " ".join(shlex.quote(p) for p in paths)
+            + (
+                '; do q="$p"; while [ ! -e "$q" ]; do q=$(dirname "$q"); done; '
+                'echo "$p $(df -Pm "$q" | tail -n 1 | awk \'{print $4}\')"; done'
+            )
         )
 
     def process(self, output):
-        return int(output[-1].split()[3])
+        return {path: int(mib) for path, mib in (line.rsplit(" ", 1) for line in output)}
 
 
-class SecureBoot(FactBase):
-    """True when UEFI Secure Boot is on (unsigned driver modules would not load), False
-    otherwise."""
+class BoxBasics(FactBase):
+    """What the pre-flight and the driver plan read of the box itself, in one command:
+    ``{"arch": "x86_64", "kernel": "6.1.0-28-amd64", "mem_mib": total RAM, "secure_boot": bool}``
+    (Secure Boot on: unsigned driver modules would not load)."""
 
     def command(self):
         return (
+            'echo "arch=$(uname -m)"; echo "kernel=$(uname -r)"; '
+            "awk '/^MemTotal:/ {print \"mem_kib=\" $2}' /proc/meminfo; "
             "v=$(ls /sys/firmware/efi/efivars/SecureBoot-* 2>/dev/null | head -n 1); "
-            'if [ -n "$v" ]; then od -An -t u1 "$v" | awk \'{print $NF}\'; else echo 0; fi'
+            'if [ -n "$v" ]; then echo "secure_boot=$(od -An -t u1 "$v" | awk \'{print $NF}\')"; '
+            "else echo secure_boot=0; fi"
         )
 
     def process(self, output):
-        return output[-1].strip() == "1"
-
-
-class MemTotalMiB(FactBase):
-    """Total RAM in MiB (/proc/meminfo)."""
-
-    def command(self):
-        return "awk '/^MemTotal:/ {print int($2/1024)}' /proc/meminfo"
-
-    def process(self, output):
-        return int(output[-1])
+        got = dict(line.strip().split("=", 1) for line in output if "=" in line)
+        return {
+            "arch": got.get("arch", ""),
+            "kernel": got.get("kernel", ""),
+            "mem_mib": int(got.get("mem_kib") or 0) // 1024,
+            "secure_boot": got.get("secure_boot") == "1",
+        }
 
 
 class DeployLock(FactBase):
@@ -71,3 +76,39 @@ class DeployLock(FactBase):
             "busy": text.removeprefix("busy: ") if text != "held" else "",
             "tools": True,
         }
+
+
+class UnitStates(FactBase):
+    """``{unit: {"running": bool, "enabled": bool, "exists": bool}}`` for `units`, from one
+    ``systemctl show`` (running and enabled as pyinfra's SystemdStatus and SystemdEnabled judge
+    them)."""
+
+    RUNNING = ("running", "waiting", "exited", "listening", "mounted")
+    ENABLED = ("enabled", "static")
+
+    @staticmethod
+    def default():
+        return {}
+
+    def requires_command(self, units):
+        return "systemctl"
+
+    def command(self, units):
+        names = " ".join(shlex.quote(u) for u in units)
+        return f"systemctl show -p Id -p LoadState -p SubState -p UnitFileState {names}"
+
+    def process(self, output):
+        out, props = {}, {}
+        for line in [*output, ""]:
+            key, sep, value = line.strip().partition("=")
+            if sep:
+                props[key] = value
+                continue
+            if props.get("Id"):
+                out[props["Id"]] = {
+                    "running": props.get("SubState") in self.RUNNING,
+                    "enabled": props.get("UnitFileState") in self.ENABLED,
+                    "exists": props.get("LoadState") not in (None, "not-found"),
+                }
+            props = {}
+        return out

@@ -10,7 +10,8 @@ from pyinfra.api import OperationError, operation
 from pyinfra.facts.server import Command
 
 from ..boxcli import systemd_run
-from ..facts.docker import DockerConfigState, DockerEngine, DockerImageDigest
+from ..facts import memo
+from ..facts.docker import DockerEngine, DockerImage
 
 
 @operation()
@@ -25,7 +26,7 @@ def docker_config_applied():
 
         docker_config_applied(name="Docker restarted when daemon.json changed")
     """
-    st = host.get_fact(DockerConfigState)
+    st = memo.fact(host, DockerEngine)
     if st["started"] is None or st["config_mtime"] is None or st["config_mtime"] <= st["started"]:
         host.noop("dockerd runs with the current daemon.json")
         return
@@ -58,7 +59,7 @@ PULL_UNIT = "laguna-pull"
 
 def _present(ref: str) -> bool:
     """The tag is on the box (said as the operation's no-op)."""
-    digest = host.get_fact(DockerImageDigest, ref=ref)
+    digest = (memo.fact(host, DockerImage, ref=ref) or {}).get("digest")
     if digest:
         host.noop(f"{ref} present ({digest})")
     return bool(digest)
@@ -112,7 +113,7 @@ def docker_engine_checked(package: str):
 
         docker_engine_checked(name="Docker engine usable", package="docker-ce")
     """
-    engine = host.get_fact(DockerEngine)
+    engine = memo.fact(host, DockerEngine)
     version = tuple(int(p) for p in re.findall(r"\d+", engine["version"])[:2])
     if engine["unit"] and version >= MIN_ENGINE:
         host.noop(f"{package}: dockerd {engine['version']}")

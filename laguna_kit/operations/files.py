@@ -10,10 +10,13 @@ import shlex
 
 from pyinfra import host
 from pyinfra.api import FileUploadCommand, OperationError, operation
+from pyinfra.api.util import get_template
 from pyinfra.facts.files import FileContents
 from pyinfra.operations import files as pyinfra_files
 
+from ..facts import memo
 from ..facts.files import FileHashes
+from ..settings import KIT_ROOT
 
 
 def deep_merge(base: dict, wanted: dict) -> dict:
@@ -27,9 +30,18 @@ def deep_merge(base: dict, wanted: dict) -> dict:
     return out
 
 
+def kit_file(src: str, **template_vars) -> bytes:
+    """A file of the kit (`files/...`) as it lands on the box: rendered when it is a Jinja template
+    (strict, as pyinfra's files.template), else as it is. For files_synced."""
+    path = KIT_ROOT / src
+    if src.endswith(".j2"):
+        return get_template(str(path)).render(template_vars).encode()
+    return path.read_bytes()
+
+
 def read_json(path: str):
     """The JSON at `path` on the box: None when the file is missing, {} when it is empty."""
-    lines = host.get_fact(FileContents, path=path)
+    lines = memo.fact(host, FileContents, path=path)
     if lines is None:
         return None
     text = "\n".join(lines)
@@ -73,13 +85,16 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
 
 
 @operation()
-def files_synced(files: list[tuple[bytes, str, str]]):
+def files_synced(files: list[tuple[bytes, str, str]], fetched: list[tuple[str, str, str]] = ()):
     """
     Many small files put on the box in one operation, judged by one command (sha256 and mode of
-    all of them): a converged box costs one remote command, not two per file. Only files whose
-    content or mode differ are uploaded (atomically: to a temporary name, then renamed).
+    all of them): a converged box costs one remote command, not two or three per file. Only files
+    whose content or mode differ are written (atomically: to a temporary name, then renamed).
 
     + files: (content, destination, mode) of each file
+    + fetched: (URL, destination, mode) of files the box downloads itself when they are missing
+      (signing keys), before the files above; like ``files.download`` without a hash, an existing
+      one is kept
 
     **Example:**
 
@@ -87,17 +102,32 @@ def files_synced(files: list[tuple[bytes, str, str]]):
 
         files_synced(name="Box tools", files=[(b"print(1)", "/opt/laguna-kit/bin/x.py", "755")])
     """
-    seen = host.get_fact(FileHashes, paths=[dest for _, dest, _ in files])
+    seen = host.get_fact(
+        FileHashes, paths=[dest for _, dest, _ in fetched] + [dest for _, dest, _ in files]
+    )
+    missing = [(url, dest, mode) for url, dest, mode in fetched if dest not in seen]
+    remode = [
+        (dest, mode) for _, dest, mode in fetched if dest in seen and seen[dest]["mode"] != mode
+    ]
     stale = [
         (data, dest, mode)
         for data, dest, mode in files
         if seen.get(dest) != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
     ]
-    if not stale:
-        host.noop(f"{len(files)} files up to date")
+    if not (missing or remode or stale):
+        host.noop(f"{len(files) + len(fetched)} files up to date")
         return
-    dirs = sorted({os.path.dirname(dest) for _, dest, _ in stale})
-    yield "install -d -m 755 " + " ".join(shlex.quote(d) for d in dirs)
+    dirs = sorted({os.path.dirname(dest) for _, dest, _ in [*missing, *stale]})
+    if dirs:
+        yield "install -d -m 755 " + " ".join(shlex.quote(d) for d in dirs)
+    for url, dest, mode in missing:
+        q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
+        yield (
+            f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)} && chmod {shlex.quote(mode)} "
+            f"{q_tmp} && mv -f {q_tmp} {q_dest}"
+        )
+    for dest, mode in remode:
+        yield f"chmod {shlex.quote(mode)} {shlex.quote(dest)}"
     for data, dest, mode in stale:
         tmp = f"{dest}.laguna-new"
         yield FileUploadCommand(io.BytesIO(data), tmp)

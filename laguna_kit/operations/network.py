@@ -10,6 +10,7 @@ from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 
 from ..boxcli import tool_command
+from ..facts import memo
 from ..facts.network import FirewallState, Listeners, TailscaleStatus
 from .secrets import secret_path, with_secret
 from .server import hold_lock
@@ -33,7 +34,7 @@ def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: 
         tailscale_joined(name="On the tailnet", auth_key_env="TS_AUTHKEY",
         kit_dir="/opt/laguna-kit")
     """
-    st = host.get_fact(TailscaleStatus)
+    st = memo.fact(host, TailscaleStatus)
     if st.get("BackendState") == "Running":
         host.noop(f"on the tailnet as {', '.join(st.get('Self', {}).get('TailscaleIPs', []))}")
         return
@@ -72,7 +73,7 @@ def ssh_over_tailnet_checked(ssh_port: int):
     if not host.state.is_executing:
         host.noop("checked when the box is on the tailnet")
         return
-    mine = set(host.get_fact(TailscaleStatus).get("Self", {}).get("TailscaleIPs") or [])
+    mine = set(memo.fact(host, TailscaleStatus).get("Self", {}).get("TailscaleIPs") or [])
     address = host.data.get("ssh_hostname") or host.name
     try:
         resolved = {
@@ -249,7 +250,7 @@ def api_exposure_checked(port: int):
     if not host.state.is_executing:
         host.noop("checked once the release serves")
         return
-    tailnet = (host.get_fact(TailscaleStatus).get("Self") or {}).get("TailscaleIPs") or []
+    tailnet = (memo.fact(host, TailscaleStatus).get("Self") or {}).get("TailscaleIPs") or []
     ordinary = host.data.get("ssh_hostname") or host.name
     # All addresses at once: a dropped SYN costs the timeout once, not once per address.
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(tailnet) + 1) as pool:

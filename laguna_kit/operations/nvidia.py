@@ -8,14 +8,15 @@ from pyinfra import host
 from pyinfra.api import OperationError, operation
 
 from .. import hardware, images
-from ..facts.docker import DockerImageEnv
+from ..facts import memo
+from ..facts.docker import DockerImage
 from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus, PciGpus
 from .files import read_json
 
 
 def gpus_seen():
     """nvidia-smi's view when the driver is loaded, else the PCI bus's (memory may be unknown)."""
-    smi = host.get_fact(NvidiaSmiGpus)
+    smi = memo.fact(host, NvidiaSmiGpus)
     return (smi["gpus"], "nvidia-smi") if smi["ok"] else (host.get_fact(PciGpus), "PCI bus")
 
 
@@ -59,7 +60,7 @@ def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
     """
     from .server import reboot_and_wait  # server's pre-flight imports this module
 
-    smi = host.get_fact(NvidiaSmiGpus)
+    smi = memo.fact(host, NvidiaSmiGpus)
     if smi["ok"]:
         host.noop("NVIDIA driver loaded")
         return
@@ -102,8 +103,8 @@ def nvidia_gpus_verified(
         nvidia_gpus_verified(name="GPUs", gpu_count=4, gpu_min_memory_mib=24000,
         driver_branch="580")
     """
-    smi = host.get_fact(NvidiaSmiGpus)
-    if not smi["ok"]:
+    smi = memo.fact(host, NvidiaSmiGpus)
+    if not smi["ok"]:  # then polled afresh
         if not host.state.is_executing:
             host.noop("checked once the driver is loaded")
             return
@@ -188,8 +189,8 @@ def image_cuda_checked(ref: str):
 
         image_cuda_checked(name="Driver runs the image", ref="vllm/vllm-openai:v0.25.1")
     """
-    env = host.get_fact(DockerImageEnv, ref=ref)
-    smi = host.get_fact(NvidiaSmiGpus)
+    env = (memo.fact(host, DockerImage, ref=ref) or {}).get("env")
+    smi = memo.fact(host, NvidiaSmiGpus)
     if env is None or not smi["ok"]:
         if host.state.is_executing:
             raise OperationError(

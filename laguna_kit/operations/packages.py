@@ -1,11 +1,16 @@
-"""Debian/Ubuntu packages: installed only when missing, held when asked."""
+"""Debian/Ubuntu packages: installed only when missing, held when asked; a venv's pins."""
 
 from __future__ import annotations
+
+import shlex
 
 from pyinfra import host
 from pyinfra.api import operation
 from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.server import Command
+
+from ..facts import memo
+from ..facts.packages import VenvPackages, canonical
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
 APT_INSTALL = (
@@ -51,16 +56,49 @@ def apt_present(packages: list[str], hold: bool = False):
 
         apt_present(name="Toolkit", packages=["nvidia-container-toolkit=1.17.8-1"], hold=True)
     """
-    todo = missing(packages, host.get_fact(DebPackages))
+    todo = missing(packages, memo.fact(host, DebPackages))
+    unheld = []
+    if hold:  # read before the install: remembered facts are read before an operation's commands
+        held = set((memo.fact(host, Command, command="apt-mark showhold") or "").split())
+        unheld = [n for n in (p.partition("=")[0] for p in packages) if n not in held]
     if todo:
         yield f"{APT_ENV} apt-get update -q"
         yield no_removals(todo)
         yield f"{APT_ENV} {APT_INSTALL} {' '.join(todo)}"
-    if hold:
-        names = [p.partition("=")[0] for p in packages]
-        held = set((host.get_fact(Command, command="apt-mark showhold") or "").split())
-        unheld = [n for n in names if n not in held]
-        if unheld:
-            yield f"apt-mark hold {' '.join(unheld)}"
+    if unheld:
+        yield f"apt-mark hold {' '.join(unheld)}"
     if not todo and not hold:
         host.noop(f"installed: {', '.join(packages)}")
+
+
+@operation()
+def venv_packages(venv: str, packages: list[str], install_args: str = ""):
+    """
+    A venv (``python3 -m venv``) holding `packages` at their pinned versions; judged by one
+    command that starts the venv's Python once (``pip freeze`` takes ten times as long).
+
+    + venv: the venv's folder
+    + packages: ``name==version`` pins
+    + install_args: extra ``pip install`` arguments (``--index-url ...``)
+
+    **Example:**
+
+    .. code:: python
+
+        venv_packages(name="Tools venv", venv="/opt/laguna-kit/venv",
+                      packages=["huggingface_hub==2.4.0"])
+    """
+    have = host.get_fact(VenvPackages, venv=venv)
+    todo = []
+    for spec in packages:
+        name, _, version = spec.partition("==")
+        if (have or {}).get(canonical(name)) != version:
+            todo.append(spec)
+    q = shlex.quote(venv)
+    if have is None:
+        yield f"python3 -m venv {q}"
+    if todo:
+        args = f" {install_args}" if install_args else ""
+        yield f"{q}/bin/pip install{args} " + " ".join(shlex.quote(p) for p in todo)
+    if have is not None and not todo:
+        host.noop(f"{venv}: {', '.join(packages)}")

@@ -10,7 +10,8 @@ from pyinfra import host, logger
 from pyinfra.api import FileUploadCommand, OperationError, operation
 
 from ..boxcli import release_command, transient
-from ..facts.docker import DockerImageDigest
+from ..facts import memo
+from ..facts.docker import DockerImage
 from ..facts.releases import ReleaseState
 from ..profiles import render_release
 
@@ -35,7 +36,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
         kit_dir="/opt/laguna-kit",
                          unit="laguna-vllm.service")
     """
-    digest = host.get_fact(DockerImageDigest, ref=knobs["vllm_image"])
+    digest = (memo.fact(host, DockerImage, ref=knobs["vllm_image"]) or {}).get("digest")
     spec, unit_text = render_release(knobs, digest)
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
     current = st["current"]

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
+import weakref
 
 from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
-from pyinfra.facts.server import Arch, Command, LinuxDistribution
+from pyinfra.facts.server import Command, LinuxDistribution
 
 from .. import hardware, images
 from ..boxcli import LOCK_HOLDER
+from ..facts import memo
 from ..facts.nvidia import NvidiaSmiGpus
-from ..facts.server import DeployLock, FreeSpaceMiB, MemTotalMiB, SecureBoot
+from ..facts.server import BoxBasics, DeployLock, FreeSpaceMiB, UnitStates
 from .nvidia import gpus_seen
 
 SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
@@ -54,28 +56,27 @@ def preflight(
                   need_mib=90000, min_ram_mib=16384, min_shm_mib=2048)
     """
     problems = [early_problem] if early_problem else []
-    distro = host.get_fact(LinuxDistribution)
+    box = memo.fact(host, BoxBasics)
+    distro = memo.fact(host, LinuxDistribution)
     if (distro.get("name"), distro.get("major")) not in SUPPORTED_OS:
         problems.append(
             f"found {distro.get('name')} {distro.get('major')}, need Debian 12 or Ubuntu "
             f"22.04/24.04"
         )
-    arch = host.get_fact(Arch)
-    if arch != "x86_64":
-        problems.append(f"found {arch}, need x86_64")
+    if box["arch"] != "x86_64":
+        problems.append(f"found {box['arch']}, need x86_64")
     gpus, source = gpus_seen()
     problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
-    free = host.get_fact(FreeSpaceMiB, path=model_dir)
+    space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm"])
+    free, shm, ram = space[model_dir], space["/dev/shm"], box["mem_mib"]
     if free < need_mib:
         problems.append(
             f"found {free} MiB free at {model_dir}, need {need_mib} MiB (checkpoints not yet on "
             f"disk plus margin): free space or point model_dir elsewhere"
         )
-    ram = host.get_fact(MemTotalMiB)
     if ram < min_ram_mib:
         problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
-    shm = host.get_fact(FreeSpaceMiB, path="/dev/shm")
     if shm < min_shm_mib:
         problems.append(
             f"found {shm} MiB free in /dev/shm, need {min_shm_mib} MiB (the container shares the "
@@ -87,7 +88,7 @@ def preflight(
             + "; ".join(problems)
             + ". Nothing on the box was changed."
         )
-    if host.get_fact(SecureBoot):
+    if box["secure_boot"]:
         logger.warning(
             f"{host.name}: UEFI Secure Boot is on: the NVIDIA kernel module must be signed "
             "(Ubuntu: precompiled signed modules; Debian: DKMS with an enrolled MOK, see "
@@ -104,7 +105,7 @@ def driver_problems(
     image_ref: str, image_need: dict | None, replace: bool, source: str
 ) -> list[str]:
     """A working driver whose CUDA is older than the image needs: refused unless replaceable."""
-    smi = host.get_fact(NvidiaSmiGpus)
+    smi = memo.fact(host, NvidiaSmiGpus)
     if not smi["ok"] or not image_need:
         return []
     need = images.CudaRequirement(**image_need)
@@ -122,14 +123,27 @@ def driver_problems(
     ]
 
 
+_LOCKED_OVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host -> SSH transport
+
+
+def _transport(host):
+    client = getattr(getattr(host, "connector", None), "client", None)
+    return client.get_transport() if client is not None else None
+
+
 def hold_lock(host, kit_dir: str, wait_s: int) -> None:
     """This run holds the box's deploy lock (again after a reconnect), or fails naming who."""
+    transport = _transport(host)
+    if transport is not None and _LOCKED_OVER.get(host) is transport:
+        return  # taken over this very connection already: it lasts as long as the connection
     got = host.get_fact(DeployLock, kit_dir=kit_dir, holder=LOCK_HOLDER, wait=wait_s)
     if got["busy"]:
         raise OperationError(
             f"{host.name}: another deploy is running on this box: {got['busy']}. "
             "Re-run when it has finished; nothing was changed by this run"
         )
+    if got["held"] and transport is not None:
+        _LOCKED_OVER[host] = transport
 
 
 @operation()
@@ -202,3 +216,36 @@ def reboot_and_wait(timeout: int = 600):
     yield f"mkdir -p {REBOOT_MARKER.rsplit('/', 1)[0]} && touch {REBOOT_MARKER}"
     yield "( sleep 1 && systemctl reboot ) </dev/null >/dev/null 2>&1 &"
     yield FunctionCommand(lambda state, host: wait_for_reboot(host, timeout), (), {})
+
+
+# The services the deploy keeps running: one `systemctl show` answers for all of them, so a
+# converged run asks once (a service not listed here is asked with them).
+KEPT_SERVICES = ("laguna-firewall.service", "docker.service", "tailscaled.service")
+
+
+@operation()
+def service_running(service: str, running: bool | None = True, enabled: bool = True):
+    """
+    A systemd service started and enabled at boot, as pyinfra's ``systemd.service`` does, judged
+    by one command shared with the deploy's other services.
+
+    + service: the unit's name
+    + running: start it when it is not running (None: leave it as it is)
+    + enabled: enable it at boot
+
+    **Example:**
+
+    .. code:: python
+
+        service_running(name="Docker running and enabled", service="docker.service")
+    """
+    units = tuple(dict.fromkeys((*KEPT_SERVICES, service)))
+    st = memo.fact(host, UnitStates, units=units).get(service) or {}
+    todo = []
+    if running and not st.get("running"):
+        todo.append(f"systemctl start {service}")
+    if enabled and not st.get("enabled"):
+        todo.append(f"systemctl enable {service}")
+    if not todo:
+        host.noop(f"{service} " + ("running and " if running else "") + "enabled")
+    yield from todo
