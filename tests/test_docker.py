@@ -99,3 +99,27 @@ def test_docker_ce_the_owner_installed_is_never_replaced(make_box, deploy):
         b.run("dpkg-query -W -f='${Status}' docker.io", check=False).stdout
         != "install ok installed"
     )
+
+
+def test_a_dpkg_killed_mid_install_is_finished_by_the_next_run(make_box, deploy):
+    """A run cut during a package's configure step (an SSH drop during the driver's DKMS build)
+    leaves dpkg's journal behind; apt then refuses every install until `dpkg --configure -a`."""
+    b = make_box()
+    # A package whose postinst kills dpkg the first time, as a dropped session kills it.
+    b.run(
+        "set -e; d=/tmp/cut/DEBIAN; mkdir -p $d; printf '%s\\n' 'Package: laguna-cut-standin' "
+        "'Version: 1.0' 'Architecture: all' 'Maintainer: harness <h@invalid>' "
+        "'Description: STAND-IN a package whose configure step is cut' > $d/control; "
+        "printf '%s\\n' '#!/bin/sh' '[ -e /var/tmp/cut-once ] && exit 0' "
+        "'touch /var/tmp/cut-once; kill -9 $PPID' > $d/postinst; chmod 755 $d/postinst; "
+        "dpkg-deb --root-owner-group --build /tmp/cut /tmp/cut.deb >/dev/null; "
+        "dpkg -i /tmp/cut.deb || true",
+        check=False,
+    )
+    refused = b.run("apt-get install -s -y docker.io", check=False)
+    assert "dpkg was interrupted" in refused.stdout + refused.stderr, refused.stderr
+    res = deploy(b, DEPLOY)
+    assert res.ok, res.explain()
+    assert "dpkg was interrupted" in res.output  # said, not hidden
+    status = "dpkg-query -W -f='${Status}' laguna-cut-standin docker.io"
+    assert b.run(status).stdout == "install ok installedinstall ok installed"

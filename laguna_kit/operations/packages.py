@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from pyinfra import host
+from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.server import Command
@@ -29,6 +29,14 @@ def missing(packages: list[str], installed: dict) -> list[str]:
     return out
 
 
+# apt refuses to install anything while dpkg's journal holds an all-digit entry ("dpkg was
+# interrupted, you must manually run 'dpkg --configure -a'": apt-pkg's debSystem CheckUpdates).
+# A run cut during a configure step (an SSH drop during the driver's DKMS build) leaves one: the
+# next run finishes that work first, as apt asks and as PackageKit's apt backend does.
+DPKG_JOURNAL = "ls /var/lib/dpkg/updates 2>/dev/null | grep -x '[0-9][0-9]*' || true"
+FINISH_INTERRUPTED = f"{APT_ENV} dpkg --configure -a --force-confdef --force-confold"
+
+
 def no_removals(todo: list[str]) -> str:
     """A command that fails, naming them, when installing `todo` would make apt remove packages
     (a Conflicts with something the owner installed): the kit never lets apt remove anything."""
@@ -45,6 +53,7 @@ def no_removals(todo: list[str]) -> str:
 def apt_present(packages: list[str], hold: bool = False):
     """
     Install what is missing, refreshing the index only then, so a converged box runs nothing.
+    A dpkg run that was cut (its journal left behind) is finished first.
 
     + packages: names, or ``name=version`` to want that exact version
     + hold: ``apt-mark hold`` them, so unattended upgrades cannot swap a driver or runtime under
@@ -61,6 +70,12 @@ def apt_present(packages: list[str], hold: bool = False):
     if hold:  # read before the install: remembered facts are read before an operation's commands
         held = set((memo.fact(host, Command, command="apt-mark showhold") or "").split())
         unheld = [n for n in (p.partition("=")[0] for p in packages) if n not in held]
+    if todo and host.get_fact(Command, command=DPKG_JOURNAL):
+        logger.warning(
+            f"{host.name}: dpkg was interrupted (a run cut mid-install?): finishing its work "
+            "with dpkg --configure -a before installing"
+        )
+        yield FINISH_INTERRUPTED
     if todo:
         yield f"{APT_ENV} apt-get update -q"
         yield no_removals(todo)
