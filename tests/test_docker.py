@@ -1,6 +1,7 @@
 """tasks/docker.py on a harness box: converge, idempotence, daemon.json merge, a real container."""
 
 import json
+import shlex
 
 DEPLOY = "tests/deploys/docker.py"
 
@@ -123,3 +124,30 @@ def test_a_dpkg_killed_mid_install_is_finished_by_the_next_run(make_box, deploy)
     assert "dpkg was interrupted" in res.output  # said, not hidden
     status = "dpkg-query -W -f='${Status}' laguna-cut-standin docker.io"
     assert b.run(status).stdout == "install ok installedinstall ok installed"
+
+
+HOLD_APT_LOCKS = (
+    "import fcntl, time\n"
+    "held = []\n"
+    "for path in ('/var/lib/apt/lists/lock', '/var/lib/dpkg/lock-frontend',\n"
+    "             '/var/lib/dpkg/lock'):\n"
+    "    f = open(path, 'a')\n"
+    "    fcntl.lockf(f, fcntl.LOCK_EX)\n"
+    "    held.append(f)\n"
+    "open('/run/apt-locks-held', 'w').close()\n"
+    "time.sleep(15)\n"
+)
+
+
+def test_an_install_waits_for_another_apt_instead_of_failing(make_box, deploy):
+    """Ubuntu's unattended-upgrades holds apt's and dpkg's locks for minutes after a first boot:
+    the deploy waits for them (here a process holding them as apt does, with fcntl, for 15 s)."""
+    b = make_box()
+    b.run(f"systemd-run --unit=apt-lock-holder python3 -c {shlex.quote(HOLD_APT_LOCKS)}")
+    b.run("for i in $(seq 50); do [ -e /run/apt-locks-held ] && break; sleep 0.1; done")
+    busy = b.run("apt-get update -q", check=False)
+    assert busy.returncode != 0 and "Could not get lock" in busy.stderr, busy.stderr
+    res = deploy(b, DEPLOY)
+    assert res.ok, res.explain()
+    assert b.run("systemctl is-active apt-lock-holder", check=False).stdout.strip() != "active"
+    assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "install ok installed"

@@ -13,9 +13,20 @@ from ..facts import memo
 from ..facts.packages import VenvPackages, canonical
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
+# Another apt or dpkg (Ubuntu's unattended-upgrades holds the locks for minutes after a first
+# boot; another operator's first deploy) is waited for, up to APT_LOCK_WAIT_S, not failed on.
+# apt >= 1.9.11 waits for dpkg's lock itself (DPkg::Lock::Timeout); `apt-get update` does not
+# for its lists lock, so it is tried again while apt says "Could not get lock".
+APT_LOCK_WAIT_S = 600
 APT_INSTALL = (
-    "apt-get install -y -q --no-install-recommends "
+    f"apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout={APT_LOCK_WAIT_S} "
     "-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold"
+)
+APT_UPDATE = (
+    f"n=0; until out=$({APT_ENV} apt-get update -q 2>&1); do "
+    'case "$out" in *"Could not get lock"*) ;; *) echo "$out" >&2; exit 100;; esac; '
+    f'n=$((n + 1)); if [ $n -ge {APT_LOCK_WAIT_S // 5} ]; then echo "$out" >&2; exit 100; fi; '
+    "sleep 5; done"
 )
 
 
@@ -34,7 +45,10 @@ def missing(packages: list[str], installed: dict) -> list[str]:
 # A run cut during a configure step (an SSH drop during the driver's DKMS build) leaves one: the
 # next run finishes that work first, as apt asks and as PackageKit's apt backend does.
 DPKG_JOURNAL = "ls /var/lib/dpkg/updates 2>/dev/null | grep -x '[0-9][0-9]*' || true"
-FINISH_INTERRUPTED = f"{APT_ENV} dpkg --configure -a --force-confdef --force-confold"
+FINISH_INTERRUPTED = (  # unless a dpkg is running now: then the journal is its own
+    "grep -qsx dpkg /proc/[0-9]*/comm || "
+    f"{APT_ENV} dpkg --configure -a --force-confdef --force-confold"
+)
 
 
 def no_removals(todo: list[str]) -> str:
@@ -77,7 +91,7 @@ def apt_present(packages: list[str], hold: bool = False):
         )
         yield FINISH_INTERRUPTED
     if todo:
-        yield f"{APT_ENV} apt-get update -q"
+        yield APT_UPDATE
         yield no_removals(todo)
         yield f"{APT_ENV} {APT_INSTALL} {' '.join(todo)}"
     if unheld:
