@@ -1,16 +1,14 @@
 # Checkpoints: both pinned INT4 repos in model_dir, each file verified against the hub's own
 # sha256 (never size alone), resumable, and never re-hashed on a converged box. Waits for the
-# download tasks/download.py started (or starts it), printing its progress.
+# download tasks/download.py started (or starts it), printing its progress. The fetch makes the
+# folders it needs; an existing model_dir keeps the owner's mode.
 from pyinfra import host, logger
-from pyinfra.operations import files
 
 from laguna_kit.hub import HubError, is_pinned, source_checkpoint
 from laguna_kit.operations.checkpoints import checkpoint_synced
 from laguna_kit.settings import checkpoint_pairs, fetch_arguments
 
 d = host.data
-
-files.directory(name=f"Model directory {d.model_dir}", path=d.model_dir, mode="755")
 
 for repo, revision in checkpoint_pairs(d):
     try:
