@@ -56,7 +56,7 @@ def box_tool_files(kit_dir: str) -> list[tuple[bytes, str, str]]:
 def tool_command(kit_dir: str, launcher: str, *args) -> str:
     """The shell words that run one box tool with its interpreter, every argument quoted."""
     python = f"{kit_dir}/venv/bin/python" if launcher in VENV_TOOLS else "python3"
-    return " ".join(shlex.quote(str(a)) for a in (python, f"{kit_dir}/bin/{launcher}", *args))
+    return shlex.join(str(a) for a in (python, f"{kit_dir}/bin/{launcher}", *args))
 
 
 def release_command(kit_dir: str, unit: str, *args) -> str:
@@ -70,7 +70,7 @@ def systemd_run(unit: str, *props: str, wait: bool = False) -> str:
     words = ["systemd-run", "--quiet", "--collect", *(["--wait"] if wait else []), f"--unit={unit}"]
     for prop in props:
         words += ["-p", prop]
-    return " ".join(shlex.quote(w) for w in [*words, "--"])
+    return shlex.join([*words, "--"])
 
 
 def transient(unit: str, command: str, stdout: str = "null", stderr_file: str = "") -> str:

@@ -13,11 +13,15 @@ import socket
 from pyinfra.api.state import BaseStateCallback
 
 
+def transport(host):
+    """The paramiko transport of `host`'s SSH connection, None when it has none."""
+    client = getattr(getattr(host, "connector", None), "client", None)
+    return client.get_transport() if client is not None else None
+
+
 def no_delay(host) -> bool:
     """TCP_NODELAY on `host`'s SSH socket, when it is a TCP socket (not a ProxyCommand pipe)."""
-    client = getattr(host.connector, "client", None)
-    transport = client.get_transport() if client is not None else None
-    sock = getattr(transport, "sock", None)
+    sock = getattr(transport(host), "sock", None)
     if not isinstance(sock, socket.socket) or sock.family not in (
         socket.AF_INET,
         socket.AF_INET6,

@@ -24,13 +24,14 @@ from laguna_kit.operations.nvidia import (
 from laguna_kit.operations.packages import apt_present
 
 d = host.data
+box = memo.fact(host, BoxBasics)
 try:
     plan = sources.driver_plan(
         sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"]),
         branch=d.nvidia_driver_branch,
         open_modules=d.nvidia_driver_open,
-        secure_boot=memo.fact(host, BoxBasics)["secure_boot"],
-        kernel=memo.fact(host, BoxBasics)["kernel"],
+        secure_boot=box["secure_boot"],
+        kernel=box["kernel"],
         cuda_repo=d.nvidia_cuda_repo,
     )
 except sources.SourceError:

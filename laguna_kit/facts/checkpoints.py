@@ -22,7 +22,7 @@ class FileSizes(FactBase):
     def command(self, paths):
         return (
             "for d in "
-            + " ".join(shlex.quote(p) for p in paths)
+            + shlex.join(paths)
             + (
                 '; do echo "__DIR__ $d"; [ -d "$d" ] && (cd "$d" && find . -type f -printf '
                 "'%s %P\\n'); done; true"

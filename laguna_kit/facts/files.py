@@ -15,7 +15,7 @@ class FileHashes(FactBase):
         return {}
 
     def command(self, paths):
-        q = " ".join(shlex.quote(p) for p in paths)
+        q = shlex.join(paths)
         return (
             f'for f in {q}; do [ -f "$f" ] && '
             'echo "$(stat -c %a "$f") $(sha256sum < "$f" | cut -d" " -f1) $f"; done; true'

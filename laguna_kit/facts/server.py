@@ -16,7 +16,7 @@ class FreeSpaceMiB(FactBase):
     def command(self, paths):
         return (
             "for p in "
-            + " ".join(shlex.quote(p) for p in paths)
+            + shlex.join(paths)
             + (
                 '; do q="$p"; while [ ! -e "$q" ]; do q=$(dirname "$q"); done; '
                 'echo "$p $(df -Pm "$q" | tail -n 1 | awk \'{print $4}\')"; done'
@@ -94,7 +94,7 @@ class UnitStates(FactBase):
         return "systemctl"
 
     def command(self, units):
-        names = " ".join(shlex.quote(u) for u in units)
+        names = shlex.join(units)
         return f"systemctl show -p Id -p LoadState -p SubState -p UnitFileState {names}"
 
     def process(self, output):

@@ -277,7 +277,7 @@ def checkpoint_synced(
                 f"{ckpt.repo}@{ckpt.commit[:12]}: the mirror {src} lacks {', '.join(lacking)}"
             )
         dirs = sorted({os.path.dirname(f"{upload}/{p}") for p in paths} | {upload})
-        yield "install -d -m 755 " + " ".join(shlex.quote(x) for x in dirs)
+        yield "install -d -m 755 " + shlex.join(dirs)
         for p in paths:
             yield FileUploadCommand(os.path.join(src, p), f"{upload}/{p}")
         args = [a for a in f.args]

@@ -119,7 +119,7 @@ def files_synced(files: list[tuple[bytes, str, str]], fetched: list[tuple[str, s
         return
     dirs = sorted({os.path.dirname(dest) for _, dest, _ in [*missing, *stale]})
     if dirs:
-        yield "install -d -m 755 " + " ".join(shlex.quote(d) for d in dirs)
+        yield "install -d -m 755 " + shlex.join(dirs)
     for url, dest, mode in missing:
         q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
         yield (

@@ -128,6 +128,6 @@ def venv_packages(venv: str, packages: list[str], install_args: str = ""):
         yield f"python3 -m venv {q}"
     if todo:
         args = f" {install_args}" if install_args else ""
-        yield f"{q}/bin/pip install{args} " + " ".join(shlex.quote(p) for p in todo)
+        yield f"{q}/bin/pip install{args} " + shlex.join(todo)
     if have is not None and not todo:
         host.noop(f"{venv}: {', '.join(packages)}")

@@ -9,7 +9,7 @@ from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 from pyinfra.facts.server import Command, LinuxDistribution
 
-from .. import hardware, images
+from .. import connection, hardware, images
 from ..boxcli import LOCK_HOLDER
 from ..facts import memo
 from ..facts.nvidia import NvidiaSmiGpus
@@ -126,14 +126,9 @@ def driver_problems(
 _LOCKED_OVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host -> SSH transport
 
 
-def _transport(host):
-    client = getattr(getattr(host, "connector", None), "client", None)
-    return client.get_transport() if client is not None else None
-
-
 def hold_lock(host, kit_dir: str, wait_s: int) -> None:
     """This run holds the box's deploy lock (again after a reconnect), or fails naming who."""
-    transport = _transport(host)
+    transport = connection.transport(host)
     if transport is not None and _LOCKED_OVER.get(host) is transport:
         return  # taken over this very connection already: it lasts as long as the connection
     got = host.get_fact(DeployLock, kit_dir=kit_dir, holder=LOCK_HOLDER, wait=wait_s)
