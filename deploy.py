@@ -1,22 +1,41 @@
 # The upstream recipe, step by step: `pyinfra inventory.py deploy.py` (re-run to upgrade).
 # steps.include is local.include that also times each step (a summary is printed at the end).
-from laguna_kit import steps
+# A GPU box (the default role) runs every step; the fleet's router (roles = ["router"] in the
+# hosts file) runs the ones that keep it on the tailnet, then tasks/router.py.
+from pyinfra import host
 
-steps.include("tasks/preflight.py")  # refuse wrong hardware or driver before anything changes
+from laguna_kit import fleet, steps
+
+gpu = "gpu" in fleet.roles(host)
+router = "router" in fleet.roles(host)
+in_fleet = fleet.router_of(host.state.inventory) is not None
+
+if router:
+    steps.include("tasks/router_keys.py")  # refuse a router without API keys before any change
+if gpu:
+    steps.include("tasks/preflight.py")  # refuse wrong hardware or driver before anything changes
 steps.include("tasks/lock.py")  # one deploy at a time (a killed run frees it)
 steps.include("tasks/base.py")  # curl, ca-certificates, gnupg: what later steps fetch with
 steps.include("tasks/box_tools.py")  # the kit's downloader, release manager, gate, firewall loader
 # Before anything serves, and before the download: connections opened before the box's first
 # conntrack rules are picked up mid-stream, and with window scaling unknown they stall.
 steps.include("tasks/firewall.py")  # new connections only over the tailnet
-steps.include("tasks/download.py")  # the checkpoints start downloading box-side, not waited for
-steps.include("tasks/driver.py")
-# The driver's reboot ends a download still running: it goes on from the bytes on disk right away.
-steps.include("tasks/download.py", "(after the driver)")
-steps.include("tasks/container_toolkit.py")
-steps.include("tasks/docker.py")
+if gpu:
+    steps.include("tasks/download.py")  # the checkpoints start downloading box-side, not waited for
+    steps.include("tasks/driver.py")
+    # The driver's reboot ends a download still running: it goes on from the bytes on disk.
+    steps.include("tasks/download.py", "(after the driver)")
+    steps.include("tasks/container_toolkit.py")
+    steps.include("tasks/docker.py")
 steps.include("tasks/tailscale.py")  # needs neither the checkpoints nor the image: before the wait
-steps.include("tasks/models.py")  # waits for the download (progress every 30 s), checks it
-steps.include("tasks/image.py")
-steps.include("tasks/service.py")  # its unit requires the firewall unit
-steps.include("tasks/validate.py")
+# After every host of the run joined the tailnet: the router and the boxes read each other's
+# addresses as these run (laguna_kit/fleet.py).
+if gpu and in_fleet:
+    steps.include("tasks/router_agent.py")  # before the serving unit restarts: it drains first
+if router:
+    steps.include("tasks/router.py")
+if gpu:
+    steps.include("tasks/models.py")  # waits for the download (progress every 30 s), checks it
+    steps.include("tasks/image.py")
+    steps.include("tasks/service.py")  # its unit requires the firewall unit
+    steps.include("tasks/validate.py")

@@ -4,8 +4,9 @@
 #   example: hosts.example.toml).
 # - unset: the local sandbox box that `scripts/sandbox.py up` (or scripts/demo.sh) brought up.
 #
-# Only the `gpu_boxes` group is defined here; every other name starts with an underscore, since
-# pyinfra turns any top-level list in this file into a host group.
+# Two groups: `gpu_boxes` (the serving boxes) and `routers` (the host with `roles = ["router"]`,
+# the fleet's one endpoint; a GPU box can be both). Every other name starts with an underscore,
+# since pyinfra turns any top-level list in this file into a host group.
 import os as _os
 import sys as _sys
 
@@ -24,6 +25,8 @@ if not _os.environ.get("LAGUNA_HOSTS") and not _os.path.exists(_SANDBOX_HOSTS):
     )
 
 try:
-    gpu_boxes = _hostsfile.load(_path)
+    _hosts = _hostsfile.load(_path)
 except _hostsfile.HostsFileError as _exc:
     raise SystemExit(f"inventory.py: {_exc}") from None
+gpu_boxes = _hostsfile.of_role(_hosts, "gpu")
+routers = _hostsfile.of_role(_hosts, "router")

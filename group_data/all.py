@@ -140,6 +140,18 @@ firewall_close_listeners = False  # True: let the first load cut the owner's lis
 ssh_tailnet_only = False  # opt-in: new SSH connections only over tailscale0; loaded only by a run that is itself connected over the tailnet
 firewall_confirm_timeout_s = 60  # with ssh_tailnet_only: new rules revert to the previous table unless a fresh SSH login confirms them
 
+# --- router: the fleet's one endpoint (the host with roles = ["router"] in the hosts file) --------
+router_port = 8090  # where clients call the fleet (tailnet only); 8080 stays each box's own port, so a GPU box can be the router too
+router_metrics_port = 8405  # HAProxy's Prometheus exporter (/metrics) and stats page (/stats), tailnet only
+router_agent_port = 8091  # on each box: answers the router's agent check with ready/drain (the kit drains a box before restarting it)
+router_api_keys_env = "LAGUNA_API_KEYS"  # the control machine's env var with the fleet's API keys (comma or space separated)
+router_api_keys_file = ""  # or a file on the control machine, one key per line ("" = the env var only)
+router_session_header = "X-Session-Id"  # same value, same box (its prefix cache is warm); without it requests go round robin
+router_timeout_s = 600  # silence allowed on a response: a 200K prefill comes before the first token (~1 min on the champion)
+router_queue_timeout_s = 600  # how long a request waits at the router for a free box slot (maxconn = the box's max_num_seqs)
+router_check_interval_ms = 1000  # health and agent checks: a dead box is out after 2 failures (~2 s), back after 2 passes
+router_drain_timeout_s = 300  # before a kit restart: how long a drained box's running requests may take to finish (= the gate's client timeout)
+
 # --- validate: the gate ------------------------------------------------------------------------
 ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack allows ~10 min
 gate_max_tokens = 32  # the recipe's gate generation length

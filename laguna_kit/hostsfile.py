@@ -8,6 +8,8 @@
     key = "~/.ssh/id_ed25519"      # SSH private key (default: your agent / ~/.ssh)
     sudo = true                    # a non-root user: every command through sudo (passwordless)
     sudo_user = "root"             # sudo's target user (default root)
+    roles = ["gpu"]                # "gpu": a serving box (default); "router": the fleet's router
+                                   # (a small tailnet node: ["router"]; a GPU box too: both)
     [hosts.data]                   # per-host overrides of group_data/all.py knobs
     nvidia_allow_reboot = true
 
@@ -31,7 +33,9 @@ CONNECTION_FIELDS = {
     "sudo": bool,
     "sudo_user": str,
     "data": dict,
+    "roles": list,
 }
+ROLES = ("gpu", "router")
 
 
 class HostsFileError(ValueError):
@@ -73,6 +77,12 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
                     f"{where}: {key} must be {CONNECTION_FIELDS[key].__name__}, "
                     f"got {type(value).__name__} {value!r}"
                 )
+        roles = entry.get("roles", ["gpu"])
+        if not roles or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles):
+            raise HostsFileError(
+                f"{where}: roles must be a non-empty list of {', '.join(map(repr, ROLES))}, "
+                f"got {roles!r}"
+            )
         if "address" not in entry:
             raise HostsFileError(f"{where}: missing 'address'")
         name = entry.get("name", entry["address"])
@@ -82,6 +92,7 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         data = dict(entry.get("data", {}))
         _check_knobs(where, data)
         data.update(
+            laguna_roles=list(roles),
             ssh_hostname=entry["address"],
             ssh_user=entry.get("user", "root"),
             ssh_port=int(entry.get("port", 22)),
@@ -95,7 +106,13 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         if "sudo_user" in entry:
             data["_sudo_user"] = entry["sudo_user"]
         out.append((name, data))
+    if sum("router" in d["laguna_roles"] for _, d in out) > 1:
+        raise HostsFileError(f"hosts file {path}: more than one host has the role 'router'")
     return out
+
+
+def of_role(hosts: list[tuple[str, dict]], role: str) -> list[tuple[str, dict]]:
+    return [(n, d) for n, d in hosts if role in d["laguna_roles"]]
 
 
 # Knobs a hosts file may set beyond group_data's (per-run operator inputs).

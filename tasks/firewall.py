@@ -7,7 +7,8 @@
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit.boxtools.layout import FIREWALL_RULES
+from laguna_kit import fleet
+from laguna_kit.boxtools.layout import FIREWALL_PEERS_GLOB, FIREWALL_RULES
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import (
     firewall_applied,
@@ -26,7 +27,17 @@ NFTABLES_WITH_KIT = ("nftables-with-kit.nft", "nftables-stop.nft")  # its start/
 NFTABLES_DROPIN = "nftables.service.d/laguna-kit.conf"
 ssh_port = int(d.get("ssh_port") or 22)  # the port this run's SSH uses is the box's sshd port
 ports = parse_ports(d.firewall_open_ports)
-rules = dict(api_port=d.api_port, ssh_port=ssh_port, open_tcp=ports["tcp"], open_udp=ports["udp"])
+# With a router in the hosts file a GPU box's API answers only it (fleet.py; tasks/router_agent.py).
+fleet_router = fleet.router_of(host.state.inventory) is not None and "gpu" in fleet.roles(host)
+rules = dict(
+    api_port=d.api_port,
+    ssh_port=ssh_port,
+    open_tcp=ports["tcp"],
+    open_udp=ports["udp"],
+    fleet_router=fleet_router,
+    agent_port=d.router_agent_port,
+    peers_glob=FIREWALL_PEERS_GLOB,
+)
 
 # netbase: /etc/protocols, by which nft resolves the rules' protocol names (minimal installs
 # lack it; Docker's packages brought it when the firewall came after them).

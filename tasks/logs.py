@@ -1,11 +1,16 @@
 # `pyinfra inventory.py tasks/logs.py [--data log_lines=500]`: the serving unit's journal (vLLM's
-# own log; the first failure of a crash loop is in here). Reads only.
+# own log; the first failure of a crash loop is in here); on the router, HAProxy's (its requests,
+# and each box going down, up or into drain). Reads only.
 from pyinfra import host
 
+from laguna_kit import fleet
+from laguna_kit.boxtools.layout import ROUTER_UNIT
 from laguna_kit.operations.reports import journal_reported
 
-journal_reported(
-    name=f"Journal of {host.data.unit_name}",
-    unit=host.data.unit_name,
-    lines=int(host.data.get("log_lines", 200)),
-)
+lines = int(host.data.get("log_lines", 200))
+if "gpu" in fleet.roles(host):
+    journal_reported(
+        name=f"Journal of {host.data.unit_name}", unit=host.data.unit_name, lines=lines
+    )
+if "router" in fleet.roles(host):
+    journal_reported(name=f"Journal of {ROUTER_UNIT}", unit=ROUTER_UNIT, lines=lines)

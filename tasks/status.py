@@ -1,12 +1,23 @@
 # `pyinfra inventory.py tasks/status.py`: unit state, release, digest, GPU memory, endpoint health,
-# last gate result. Reads only.
+# last gate result, a drain at the fleet router; on the router: each box as the router sees it.
+# Reads only.
 from pyinfra import host
 
-from laguna_kit.operations.reports import serving_reported
+from laguna_kit import fleet
+from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_UNIT
+from laguna_kit.operations.reports import router_reported, serving_reported
 
-serving_reported(
-    name="Serving status",
-    kit_dir=host.data.kit_dir,
-    unit=host.data.unit_name,
-    port=host.data.api_port,
-)
+if "gpu" in fleet.roles(host):
+    serving_reported(
+        name="Serving status",
+        kit_dir=host.data.kit_dir,
+        unit=host.data.unit_name,
+        port=host.data.api_port,
+    )
+if "router" in fleet.roles(host):
+    router_reported(
+        name="Router status",
+        unit=ROUTER_UNIT,
+        admin_socket=ROUTER_ADMIN_SOCKET,
+        port=host.data.router_port,
+    )

@@ -16,9 +16,11 @@ so the next boot loads what the operator could come back through.
 from __future__ import annotations
 
 import argparse
+import glob
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -51,6 +53,20 @@ def replacing(listing: str) -> str:
     """A file that replaces the kit's table with `listing` in one transaction."""
     family, name = TABLE
     return f"table {family} {name}\ndelete table {family} {name}\n{listing}"
+
+
+def sources(rules: str) -> str:
+    """The rules file and every file its `include "..."` lines name (globs sorted, as nft reads
+    them): what a load puts in the table, so a changed include counts as a change."""
+    with open(rules) as fh:
+        text = fh.read()
+    parts = [text]
+    for line in text.splitlines():
+        m = re.match(r'\s*include\s+"([^"]+)"', line)
+        for path in sorted(glob.glob(m.group(1))) if m else ():
+            with open(path) as fh:
+                parts.append(f"\n# {path}\n{fh.read()}")
+    return "".join(parts)
 
 
 def write(path: str, text: str) -> None:
@@ -103,8 +119,7 @@ def confirm(rules: str) -> None:
     table = live_table()
     if table is None:
         raise FirewallError("the kit's table is not loaded: nothing to confirm")
-    with open(rules) as fh:
-        record = {"rules_sha256": sha256(fh.read()), "table_sha256": sha256(table)}
+    record = {"rules_sha256": sha256(sources(rules)), "table_sha256": sha256(table)}
     write(f"{rules}.loaded", json.dumps(record) + "\n")
 
 
@@ -115,8 +130,7 @@ def state(rules: str) -> dict:
     try:
         with open(f"{rules}.loaded") as fh:
             record = json.load(fh)
-        with open(rules) as fh:
-            rules_hash = sha256(fh.read())
+        rules_hash = sha256(sources(rules))
     except (OSError, ValueError):
         return {"table": "unrecorded"}
     if record.get("table_sha256") != sha256(table) or record.get("rules_sha256") != rules_hash:

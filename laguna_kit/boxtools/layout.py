@@ -8,6 +8,13 @@ UNIT_DIR = "/etc/systemd/system"
 FIREWALL_RULES = (
     "/etc/laguna-kit/firewall.nft"  # the kit's nftables table (files/ units load it too)
 )
+FIREWALL_PEERS = "/etc/laguna-kit/firewall.d/fleet-router.nft"  # the router's addresses
+FIREWALL_PEERS_GLOB = "/etc/laguna-kit/firewall.d/*.nft"  # included by the rules, loaded with them
+ROUTER_DRAIN = "router-drain"  # under kit_dir: while it exists the box's router agent says "drain"
+ROUTER_UNIT = "laguna-router.service"  # the fleet router's HAProxy (tasks/router.py)
+ROUTER_ADMIN_SOCKET = "/run/laguna-router/admin.sock"  # its runtime API
+ROUTER_CONFIG = "/etc/laguna-kit/haproxy.cfg"  # the kit's own (the distribution's is left alone)
+ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits
 
 
 def releases_dir(kit_dir: str) -> str:

@@ -9,6 +9,14 @@
                                           run the gate on the current release; on failure roll
                                           back, validate the restored release, and fail
     laguna_release.py stop                stop serving (the unit stays installed)
+    laguna_release.py drain               the fleet router sends this box nothing new (an
+                                          operator's drain: only `undrain` ends it)
+    laguna_release.py undrain             the router may send it requests again
+
+In a fleet with a router (router-agent.json present), every restart is drained first: the box's
+agent answers "drain" (router-drain exists), the release manager waits for the router to ask twice
+and for vLLM's running and waiting requests to reach 0, then restarts; a passed gate ends the kit's
+drain. A failed gate leaves the box drained.
 
 A release folder holds release.json (what ran: mode, image digest, revisions, flags, time) and the
 unit file. This module is the only reader and writer of that layout; the deploy asks it
@@ -26,7 +34,7 @@ import sys
 import time
 
 from . import revisions
-from .layout import STASH, UNIT_DIR, gate_result, releases_dir
+from .layout import ROUTER_AGENT, ROUTER_DRAIN, STASH, UNIT_DIR, gate_result, releases_dir
 
 
 class ReleaseError(Exception):
@@ -96,6 +104,7 @@ class Releases:
         )
         since = props.get("ActiveEnterTimestamp", "").lstrip("@")
         return {
+            "drain": self.drained(),
             "state": self.state() if os.path.exists(self.state_path) else {},
             "current": self.current_meta(),
             "unit_drift": self.unit_drift(),
@@ -105,6 +114,67 @@ class Releases:
                 "since": int(since) if since.isdigit() else None,
             },
         }
+
+    # --- the fleet router's view of this box (laguna-router-agent.socket answers from the marker)
+    def agent(self) -> dict | None:
+        try:
+            with open(os.path.join(self.kit_dir, ROUTER_AGENT)) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    def drained(self) -> dict | None:
+        try:
+            with open(os.path.join(self.kit_dir, ROUTER_DRAIN)) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    def drain(self, reason: str, by: str = "kit") -> None:
+        """Ask the router for no new requests and wait until it has asked since and the running
+        ones have ended (without a router in this box's fleet: nothing to do)."""
+        agent = self.agent()
+        if agent is None:
+            return
+        before = self.drained()
+        if before is None or by == "operator":
+            marker = {"by": by, "reason": reason, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            tmp = os.path.join(self.kit_dir, ROUTER_DRAIN + ".tmp")
+            with open(tmp, "w") as fh:
+                json.dump(marker, fh)
+            os.replace(tmp, os.path.join(self.kit_dir, ROUTER_DRAIN))
+        if before is None:
+            # Each agent check is one accepted connection: two after the marker, and the router
+            # has seen "drain" (a check may have read the file just before it was written).
+            interval = agent.get("check_interval_ms", 1000) / 1000
+            start, deadline = accepted(agent["socket"]), time.monotonic() + max(5, 4 * interval)
+            while accepted(agent["socket"]) < start + 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if accepted(agent["socket"]) < start + 2:
+                say("the fleet router did not ask this box's agent (down?): not waiting for it")
+        deadline = time.monotonic() + agent.get("drain_timeout_s", 300)
+        busy = in_flight(agent["api_port"])
+        while busy and time.monotonic() < deadline:
+            time.sleep(0.2)
+            busy = in_flight(agent["api_port"])
+        if busy:
+            say(f"{busy} request(s) still running after the drain timeout: restarting anyway")
+
+    def undrain(self, by: str = "kit") -> None:
+        """End the kit's drain (or with by="operator", any drain)."""
+        marker = self.drained()
+        if marker is None:
+            return
+        if marker.get("by") == "operator" and by != "operator":
+            say(
+                f"still drained at the fleet router by an operator ({marker.get('reason')}): "
+                "`laguna_release.py undrain` ends it"
+            )
+            return
+        try:
+            os.remove(os.path.join(self.kit_dir, ROUTER_DRAIN))
+        except FileNotFoundError:
+            pass
 
     def unit_drift(self) -> list[str]:
         """How the installed unit differs from the current release's (a hand edit): diff lines."""
@@ -187,6 +257,7 @@ class Releases:
         if n not in self.numbers():
             raise ReleaseError(f"no release {n}; have {self.numbers()}")
         self.select_checkpoints(n, check_only=True)
+        self.drain(f"release {n} starting")
         before = self.state().get("current")
         old_unit = self.installed_unit()
         self.select_checkpoints(n)
@@ -292,6 +363,7 @@ class Releases:
         current = self.state().get("current")
         if self.gate():
             self.mark_passed(current)
+            self.undrain()
             return True
         self.mark_failed(current)
         if not auto_rollback:
@@ -308,6 +380,7 @@ class Releases:
             )
             return False
         if self.gate():
+            self.undrain()
             say("the previous release serves and passed the gate")
         else:
             self.mark_failed(self.state().get("current"))
@@ -321,6 +394,31 @@ def say(msg: str) -> None:
 
 def capture(*cmd: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True).stdout
+
+
+def accepted(socket_unit: str) -> int:
+    """Connections the socket unit has accepted since it started."""
+    value = capture("systemctl", "show", "-p", "NAccepted", "--value", socket_unit).strip()
+    return int(value) if value.isdigit() else 0
+
+
+def in_flight(api_port: int) -> int:
+    """vLLM's running + waiting requests (its /metrics gauges); 0 when nothing answers."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/metrics", timeout=5) as resp:
+            text = resp.read().decode(errors="replace")
+    except OSError:
+        return 0
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")):
+            try:
+                total += float(line.rsplit(" ", 1)[1])
+            except (IndexError, ValueError):
+                pass
+    return int(total)
 
 
 def run(*cmd: str, check: bool = True) -> None:
@@ -352,6 +450,8 @@ def main(argv=None) -> int:
     st.add_argument("--json", action="store_true", required=True)
     sub.add_parser("install-incoming")
     sub.add_parser("stop")
+    sub.add_parser("drain")
+    sub.add_parser("undrain")
     act = sub.add_parser("activate")
     act.add_argument("number", type=int)
     rb = sub.add_parser("rollback")
@@ -374,7 +474,16 @@ def main(argv=None) -> int:
         elif args.cmd == "validate":
             return 0 if rel.validate(args.auto_rollback) else 1
         elif args.cmd == "stop":
+            rel.drain("stopped")
             run("systemctl", "stop", args.unit)
+        elif args.cmd == "drain":
+            if rel.agent() is None:
+                raise ReleaseError(f"no fleet router here (no {ROUTER_AGENT}): nothing to drain")
+            rel.drain("drained by an operator", by="operator")
+            print("drained: the fleet router sends this box nothing new; running requests ended")
+        elif args.cmd == "undrain":
+            rel.undrain(by="operator")
+            print("undrained: the fleet router sends this box requests again (when /health passes)")
     except ReleaseError as exc:
         print(f"laguna-release: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from ..facts.checkpoints import DownloadProgress
 from ..facts.network import FirewallState
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
+from ..facts.router import RouterStatus
 
 FIREWALL_PROBLEMS = {
     "missing": "the kit's firewall table inet laguna_kit is MISSING: the API and vLLM's other "
@@ -52,6 +53,19 @@ def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
         )
         if gate
         else "last gate: none recorded",
+        *(
+            [
+                f"drained at the fleet router since {rel['drain'].get('time')}: "
+                f"{rel['drain'].get('reason')}"
+                + (
+                    " (undrain: laguna_release.py undrain)"
+                    if rel["drain"].get("by") == "operator"
+                    else ""
+                )
+            ]
+            if rel.get("drain")
+            else []
+        ),
     ]
 
 
@@ -126,4 +140,45 @@ def journal_reported(unit: str, lines: int):
     for line in text.splitlines():
         logger.info(f"[{host.name}] {line}")
     host.noop(f"{len(text.splitlines())} journal lines of {unit}")
+    yield from ()
+
+
+def router_lines(st: dict, unit: str, port: int) -> list[str]:
+    """The router's status lines: its unit, then a line per box (a problem when none can serve)."""
+    lines = [f"router {unit}: {st['unit']}; the fleet's endpoint on port {port} (tailnet)"]
+    if st["unit"] != "active":
+        lines.append(f"PROBLEM: the router is {st['unit']}: journalctl -u {unit}; re-run deploy.py")
+    for s in st["servers"]:
+        lines.append(
+            f"box {s['name']}: {s['status']} (health check {s['check']}), {s['running']} running, "
+            f"{s['queued']} queued, {s['served']} served"
+        )
+    if st["unit"] == "active" and not any(s["status"].startswith("UP") for s in st["servers"]):
+        lines.append("PROBLEM: no box can take requests (each is down or drained)")
+    return lines
+
+
+@operation()
+def router_reported(unit: str, admin_socket: str, port: int):
+    """
+    Log the fleet router's state and each box's as the router sees it (UP, DOWN, DRAIN, with
+    running, queued and served requests); no box able to serve is logged as a problem.
+
+    + unit: the router's systemd unit
+    + admin_socket: HAProxy's admin socket
+    + port: the fleet's port
+
+    **Example:**
+
+    .. code:: python
+
+        router_reported(name="Router status", unit="laguna-router.service",
+                        admin_socket="/run/laguna-router/admin.sock", port=8090)
+    """
+    lines = router_lines(
+        host.get_fact(RouterStatus, unit=unit, admin_socket=admin_socket), unit, port
+    )
+    for line in lines:
+        (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
+    host.noop("; ".join(lines))
     yield from ()

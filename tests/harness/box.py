@@ -94,6 +94,14 @@ def ensure_tailnet_ns() -> None:
         sh("ip", "-n", TAILNET_NS, "link", "set", "lo", "up")
         sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_PEER_V4}/32", "dev", "lo")
         sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_PEER_V6}/128", "dev", "lo")
+        # Tailnet nodes reach each other (a fleet router and its boxes): IPv4 routed here, each
+        # link answering ARP for the others' addresses, as tailscale0 delivers any peer's packets.
+        for knob in (
+            "net.ipv4.ip_forward=1",
+            "net.ipv4.conf.all.proxy_arp=1",
+            "net.ipv4.conf.default.proxy_arp=1",
+        ):
+            sh("ip", "netns", "exec", TAILNET_NS, "sysctl", "-qw", knob)
 
 
 @dataclass
@@ -108,6 +116,8 @@ class Box:
     driver: dict | None = None
     # The SSH user the kit deploys as: root, or a non-root user with passwordless sudo.
     login_user: str = "root"
+    # Its roles in the hosts file: "gpu" (a serving box), "router" (the fleet's endpoint).
+    roles: list = field(default_factory=lambda: ["gpu"])
     supervisor: subprocess.Popen | None = None
 
     # --- addresses -------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from .paths import cache_dir, run_dir
 from .servers import HUB_TOKEN, Servers
 
 SANDBOX_HOSTS = run_dir() / "sandbox-hosts.toml"
+# The fleet router's API keys in the harness (the kit reads them from LAGUNA_API_KEYS).
+ROUTER_KEYS = ("lgk-harness-key-one-0123456789abcdef", "lgk-harness-key-two-fedcba9876543210")
 REQUIRED_TOOLS = {
     "systemd-nspawn": "systemd-container",
     "debootstrap": "debootstrap",
@@ -146,6 +148,7 @@ class Sandbox:
                 f"user = {_toml_value(b.login_user)}",
                 *(["sudo = true"] if b.login_user != "root" else []),
                 f"port = {b.ssh_port}",
+                *([f"roles = {_toml_value(b.roles)}"] if b.roles != ["gpu"] else []),
                 f"key = {_toml_value(str(boxmod.harness_ssh_key()))}",
                 f"known_hosts = {_toml_value(str(run_dir() / 'known_hosts'))}",
                 "[hosts.data]",
@@ -160,7 +163,11 @@ class Sandbox:
 
     def env(self) -> dict:
         """Environment for a pyinfra run against the sandbox: the secrets the kit reads from env."""
-        return {"HF_TOKEN": HUB_TOKEN, "TS_AUTHKEY": boxmod.Box.tailscale_auth_key}
+        return {
+            "HF_TOKEN": HUB_TOKEN,
+            "TS_AUTHKEY": boxmod.Box.tailscale_auth_key,
+            "LAGUNA_API_KEYS": ",".join(ROUTER_KEYS),
+        }
 
     def stop(self) -> None:
         for b in list(self.boxes):

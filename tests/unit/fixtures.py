@@ -5,7 +5,8 @@ Fact case:      {"arg": {kwargs}, "command": "...", "output": [lines], "fact": v
                 ("command" is optional: only where the command's exact text matters)
 Operation case: {"args": {kwargs}, "facts": {"<module>.<Fact>": value, or {"k=v,k2=v2": value}
                  for a fact asked with arguments}, "data": {host data}, "env": {control env},
-                 "executing": bool (default true)}
+                 "executing": bool (default true), "inventory": [{"name", "data", "facts"}]
+                 (the other hosts of the run, for fleet operations; data on top of group_data)}
                 and one of "commands": [...], "noop": "text the no-op starts with",
                 "exception": {"name": "OperationError", "message": "text it contains"}.
 Commands are compared as strings; an upload as {"upload": dest}, one fed a secret on stdin as
@@ -135,6 +136,12 @@ def command_json(cmd):
 
 def run_operation(name: str, case: dict):
     """(commands, noops) of the operation for the fixture's facts, arguments and data."""
+    commands, noops = operation_output(name, case)
+    return [command_json(c) for c in commands], noops
+
+
+def operation_output(name: str, case: dict):
+    """(command objects, noops): uploads still hold their content."""
     op = load_class(name, "laguna_kit.operations")
     args = {k: ARG_TYPES[k](v) if k in ARG_TYPES else v for k, v in case.get("args", {}).items()}
     state = SimpleNamespace(
@@ -143,8 +150,13 @@ def run_operation(name: str, case: dict):
         cwd=str(settings.KIT_ROOT),
     )
     host = FakeHost(case.get("facts", {}), case.get("data", {}), state)
+    state.inventory = []
+    for other in case.get("inventory", []):
+        h = FakeHost(other.get("facts", {}), dict(settings.defaults(), **other["data"]), state)
+        h.name = other["name"]
+        state.inventory.append(h)
     with ctx_state.use(state), ctx_host.use(host):
-        commands = [command_json(c) for c in op._inner(**args)]
+        commands = list(op._inner(**args))
     return commands, host.noops
 
 

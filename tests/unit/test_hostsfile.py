@@ -48,6 +48,7 @@ def test_hosts_with_connection_and_data(tmp_path):
         "g1",
         {
             "nvidia_allow_reboot": True,
+            "laguna_roles": ["gpu"],
             "ssh_hostname": "192.0.2.1",
             "ssh_user": "root",
             "ssh_port": 2222,
@@ -107,3 +108,44 @@ def test_deployment_md_knob_table_is_current():
         ).returncode
         == 0
     ), "DEPLOYMENT.md is stale: run scripts/render_docs.py"
+
+
+def test_roles_make_the_router_and_gpu_groups(tmp_path):
+    from laguna_kit.hostsfile import of_role
+
+    hosts = load(
+        write(
+            tmp_path,
+            '[[hosts]]\nname="g1"\naddress="192.0.2.1"\n'
+            '[[hosts]]\nname="g2"\naddress="192.0.2.2"\nroles=["gpu", "router"]\n'
+            '[[hosts]]\nname="g3"\naddress="192.0.2.3"\n',
+        )
+    )
+    assert [n for n, _ in of_role(hosts, "gpu")] == ["g1", "g2", "g3"]
+    assert [n for n, _ in of_role(hosts, "router")] == ["g2"]
+    hosts = load(write(tmp_path, '[[hosts]]\nname="r"\naddress="192.0.2.9"\nroles=["router"]\n'))
+    assert of_role(hosts, "gpu") == [] and [n for n, _ in of_role(hosts, "router")] == ["r"]
+
+
+@pytest.mark.parametrize(
+    "roles, why",
+    [
+        ('["gpus"]', "roles must be a non-empty list"),
+        ("[]", "roles must be a non-empty list"),
+        ('["gpu", "gpu"]', "roles must be a non-empty list"),
+    ],
+)
+def test_bad_roles_are_named(tmp_path, roles, why):
+    with pytest.raises(HostsFileError, match=why):
+        load(write(tmp_path, f'[[hosts]]\naddress="192.0.2.1"\nroles={roles}\n'))
+
+
+def test_two_routers_are_refused(tmp_path):
+    with pytest.raises(HostsFileError, match="more than one host has the role 'router'"):
+        load(
+            write(
+                tmp_path,
+                '[[hosts]]\naddress="192.0.2.1"\nroles=["router"]\n'
+                '[[hosts]]\naddress="192.0.2.2"\nroles=["gpu", "router"]\n',
+            )
+        )

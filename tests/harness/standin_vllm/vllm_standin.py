@@ -12,7 +12,11 @@ Takes the same command line the kit gives the real image (``<model> --flag value
 - reads faults at request time from ``standin-faults.json`` in the mounted model cache, so a test
   can make it fail: ``{"oom_prompt_over": N}`` kills the engine on a prompt over N tokens
   (/health then 503, the process exits: the Marlin-workspace OOM signature), and
-  ``{"accept_rate": 0.0}`` plays a mismatched drafter.
+  ``{"accept_rate": 0.0}`` plays a mismatched drafter, ``{"token_delay_s": 0.02}`` generates
+  at that pace (so requests are in flight when a test restarts or drains a box).
+- /metrics also has vLLM's scheduler gauges ``vllm:num_requests_running`` and
+  ``vllm:num_requests_waiting`` (labels model_name, engine: vllm/v1/metrics/loggers.py), which the
+  kit's release manager reads to let running requests end before a restart.
 """
 
 import json
@@ -71,6 +75,7 @@ STATE = {
     "accepted": 0,
     "prompt_tokens": 0,
     "gen_tokens": 0,
+    "running": 0,
 }
 LOCK = threading.Lock()
 
@@ -158,6 +163,10 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 s = dict(STATE)
             lines = [
+                "# TYPE vllm:num_requests_running gauge",
+                f'vllm:num_requests_running{{engine="0",model_name="{SERVED}"}} {s["running"]}.0',
+                "# TYPE vllm:num_requests_waiting gauge",
+                f'vllm:num_requests_waiting{{engine="0",model_name="{SERVED}"}} 0.0',
                 "# TYPE vllm:prompt_tokens_total counter",
                 f'vllm:prompt_tokens_total{{model_name="{SERVED}"}} {s["prompt_tokens"]}.0',
                 "# TYPE vllm:generation_tokens_total counter",
@@ -190,14 +199,20 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(400, "invalid JSON body")
         if STATE["dead"]:
             return self.error(500, "EngineDeadError: engine core is dead", "InternalServerError")
-        if self.path == "/v1/chat/completions":
-            text = "\n".join(str(m.get("content", "")) for m in req.get("messages", []))
-            return self.complete(req, text, chat=True)
-        if self.path == "/v1/completions":
+        if self.path not in ("/v1/chat/completions", "/v1/completions"):
+            return self.error(404, f"Not Found: {self.path}", "NotFoundError")
+        with LOCK:
+            STATE["running"] += 1
+        try:
+            if self.path == "/v1/chat/completions":
+                text = "\n".join(str(m.get("content", "")) for m in req.get("messages", []))
+                return self.complete(req, text, chat=True)
             prompt = req.get("prompt", "")
             text = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
             return self.complete(req, text, chat=False)
-        self.error(404, f"Not Found: {self.path}", "NotFoundError")
+        finally:
+            with LOCK:
+                STATE["running"] -= 1
 
     def complete(self, req, text, chat):
         if req.get("model") != SERVED:
@@ -248,9 +263,11 @@ class Handler(BaseHTTPRequestHandler):
             STATE["prompt_tokens"] += prompt_tokens
             STATE["gen_tokens"] += len(thought) + len(words)
         account(len(thought) + len(words))
+        delay = float(faults().get("token_delay_s", 0))
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         obj = "chat.completion" if chat else "text_completion"
         if not req.get("stream"):
+            time.sleep(delay * (len(thought) + len(words)))
             choice = {"index": 0, "finish_reason": finish, "logprobs": None}
             message = {"role": "assistant", "content": out}
             if REASONING:
@@ -275,6 +292,7 @@ class Handler(BaseHTTPRequestHandler):
         obj_chunk = "chat.completion.chunk" if chat else "text_completion"
 
         def event(choices, use=None):
+            time.sleep(delay)
             payload = {
                 "id": rid,
                 "object": obj_chunk,

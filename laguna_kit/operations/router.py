@@ -1,0 +1,157 @@
+"""The fleet router (HAProxy) and the boxes' side of it: firewall peers and the drain agent.
+
+Both read the other side's tailnet addresses as they run (laguna_kit/fleet.py), so a first deploy
+of a whole fleet wires router and boxes in the same run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shlex
+
+from pyinfra import host, logger
+from pyinfra.api import FileUploadCommand, operation
+
+from .. import fleet
+from ..boxcli import tool_command
+from ..facts.files import FileHashes
+from ..facts.router import HaproxyBuild
+from .files import kit_file
+
+
+def backends(inventory, data_of=lambda h: h.data) -> list[dict]:
+    """The GPU boxes of the hosts file as HAProxy servers, by their tailnet IPv4 address now; a
+    box not on the tailnet yet is left out (named)."""
+    out = []
+    for box in fleet.gpu_hosts(inventory):
+        ips = fleet.tailnet_ips(box)
+        v4 = [a for a in ips or [] if ":" not in a]
+        if not v4:
+            logger.warning(
+                f"router: {box.name} is not on the tailnet (yet): left out of the backends; the "
+                "next deploy adds it"
+            )
+            continue
+        d = data_of(box)
+        out.append(
+            {
+                "name": fleet.server_name(box.name),
+                "address": v4[0],
+                "port": int(d.get("api_port")),
+                "maxconn": fleet.max_seqs(d),
+            }
+        )
+    return out
+
+
+@operation()
+def router_keys_present(env: str, file: str = ""):
+    """
+    At least one API key is set for the fleet (refused, naming the variable, before any change).
+
+    + env: the control machine's environment variable with the keys
+    + file: or a file on the control machine, one key per line
+    """
+    keys = fleet.api_keys(env, file)
+    host.noop(f"{len(keys)} API key(s) from {' and '.join(x for x in (env, file) if x)}")
+    yield from ()
+
+
+@operation()
+def router_configured(config: str, keys_file: str, unit: str, settings: dict, keys: list[str]):
+    """
+    The router's HAProxy configuration names every GPU box on the tailnet and holds the hashes of
+    the fleet's API keys; when either changes it is checked (`haproxy -c`) and the router reloaded
+    (connections in flight finish on the old process).
+
+    + config: the configuration file (the kit's own; the distribution's haproxy.cfg is left alone)
+    + keys_file: sha256 of each accepted "Bearer <key>" (never the keys)
+    + unit: the router's systemd unit
+    + settings: port, metrics_port, agent_port, session_header, timeout_s, queue_timeout_s,
+      interval_ms
+    + keys: the API keys (from the control machine)
+    """
+    build = host.get_fact(HaproxyBuild)
+    if build and not build.get("prometheus"):
+        logger.warning(
+            f"{host.name}: this haproxy ({build.get('version')}) has no prometheus-exporter: "
+            "only the stats page (/stats) is served on the metrics port"
+        )
+    text = kit_file(
+        "files/haproxy.cfg.j2",
+        **settings,
+        keys_file=keys_file,
+        servers=backends(host.state.inventory),
+        prometheus=bool(build.get("prometheus")),
+    )
+    hashes = fleet.key_hashes(keys).encode()
+    seen = host.get_fact(FileHashes, paths=[config, keys_file])
+    stale = [
+        (data, path, mode)
+        for data, path, mode in ((hashes, keys_file, "600"), (text, config, "644"))
+        if seen.get(path) != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
+    ]
+    if not stale:
+        host.noop(f"{config} and the API key hashes are current")
+        return
+    folders = sorted({p.rsplit("/", 1)[0] for p in (config, keys_file)})
+    yield "install -d -m 755 " + shlex.join(folders)
+    for data, path, mode in stale:
+        yield FileUploadCommand(io.BytesIO(data), f"{path}.laguna-new")
+        yield f"chmod {mode} {shlex.quote(path + '.laguna-new')}"
+    # The keys first (the running router holds its ACL in memory): the new configuration names
+    # them, and is checked before it replaces the running one's.
+    for _, path, _ in sorted(stale, key=lambda s: s[1] == config):
+        if path == config:
+            yield (
+                f"haproxy -c -q -f {shlex.quote(path + '.laguna-new')} || {{ haproxy -c -f "
+                f"{shlex.quote(path + '.laguna-new')} >&2; echo 'laguna: the new router "
+                "configuration does not load; the running one is kept' >&2; exit 1; }"
+            )
+        yield f"mv -f {shlex.quote(path + '.laguna-new')} {shlex.quote(path)}"
+    q = shlex.quote(unit)
+    yield f"if systemctl is-active --quiet {q}; then systemctl reload {q}; fi"
+
+
+@operation()
+def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
+    """
+    On a GPU box: the kit's firewall lets the fleet router's tailnet addresses (read from the
+    router now) reach the API and the agent port, and no other tailnet peer. Until the router is
+    on the tailnet, none do.
+
+    + kit_dir: the kit's folder on the box (laguna_firewall.py)
+    + rules: the kit's rules file (it includes `peers_file`)
+    + peers_file: the set elements
+    """
+    router = fleet.router_of(host.state.inventory)
+    ips = fleet.tailnet_ips(router) if router is not None else None
+    if not ips:
+        logger.warning(
+            f"{host.name}: the router {router.name if router else '?'} is not on the tailnet "
+            "(yet): no tailnet peer reaches this box's API; the next deploy opens it to the router"
+        )
+        host.noop("router address unknown: the API stays closed to the tailnet")
+        return
+    v4 = [a for a in ips if ":" not in a]
+    v6 = [a for a in ips if ":" in a]
+    text = (
+        f"# Managed by the laguna kit (tasks/router_agent.py): the fleet router {router.name}\n"
+        + (f"add element inet laguna_kit fleet_router_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
+        + (f"add element inet laguna_kit fleet_router_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
+    ).encode()
+    seen = host.get_fact(FileHashes, paths=[peers_file])
+    if seen.get(peers_file) == {"sha256": hashlib.sha256(text).hexdigest(), "mode": "644"}:
+        host.noop(f"the API answers the router {router.name} ({', '.join(ips)}) alone")
+        return
+    folder = peers_file.rsplit("/", 1)[0]
+    yield f"install -d -m 755 {shlex.quote(folder)}"
+    yield FileUploadCommand(io.BytesIO(text), f"{peers_file}.laguna-new")
+    # nft reads every *.nft of the folder: the new file must not be one until it replaces the old
+    yield (
+        f"chmod 644 {shlex.quote(peers_file + '.laguna-new')} && "
+        f"mv -f {shlex.quote(peers_file + '.laguna-new')} {shlex.quote(peers_file)}"
+    )
+    yield tool_command(kit_dir, "laguna_firewall.py", "load", rules)
+    yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)

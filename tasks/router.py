@@ -1,0 +1,59 @@
+# The fleet's one endpoint, on the host the hosts file gives roles = ["router"]: HAProxy from the
+# distribution (held: no upgrade under a running fleet), in a unit of the kit's own with the kit's
+# own configuration. Backends are the GPU boxes by tailnet address, each judged by vLLM's /health
+# and by its agent (the kit drains a box before restarting it); clients need an API key; the same
+# session header lands on the same box. DEPLOYMENT.md says why HAProxy.
+from pyinfra import host
+from pyinfra.api import OperationError
+from pyinfra.operations import server
+
+from laguna_kit import fleet
+from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_CONFIG, ROUTER_UNIT
+from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.router import router_configured
+from laguna_kit.operations.server import service_running
+
+d = host.data
+CONFIG, UNIT, ADMIN_SOCKET = ROUTER_CONFIG, ROUTER_UNIT, ROUTER_ADMIN_SOCKET
+KEYS = "/etc/laguna-kit/router-api-keys.sha256"
+
+try:
+    keys = fleet.api_keys(d.router_api_keys_env, d.router_api_keys_file)
+except OperationError:
+    keys = []  # tasks/router_keys.py has refused already: this host's later operations do not run
+
+apt_present(name="HAProxy (held)", packages=["haproxy"], hold=True)
+router_configured(
+    name="Router configuration: the GPU boxes on the tailnet, API key hashes",
+    config=CONFIG,
+    keys_file=KEYS,
+    unit=UNIT,
+    keys=keys,
+    settings=dict(
+        port=d.router_port,
+        metrics_port=d.router_metrics_port,
+        agent_port=d.router_agent_port,
+        session_header=d.router_session_header,
+        timeout_s=d.router_timeout_s,
+        queue_timeout_s=d.router_queue_timeout_s,
+        interval_ms=d.router_check_interval_ms,
+        admin_socket=ADMIN_SOCKET,
+    ),
+)
+unit = files_synced(
+    name="Router unit",
+    files=[
+        (
+            kit_file("files/laguna-router.service.j2", port=d.router_port, config=CONFIG),
+            f"/etc/systemd/system/{UNIT}",
+            "644",
+        )
+    ],
+)
+server.shell(
+    name="Reload systemd for the router unit (restarts the router if it ran)",
+    commands=["systemctl daemon-reload", f"systemctl try-restart {UNIT}"],
+    _if=unit.did_change,
+)
+service_running(name="Router running and enabled", service=UNIT)
