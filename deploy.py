@@ -8,7 +8,6 @@ from laguna_kit import fleet, steps
 
 gpu = "gpu" in fleet.roles(host)
 router = "router" in fleet.roles(host)
-in_fleet = fleet.router_of(host.state.inventory) is not None
 
 if router:
     steps.include("tasks/router_keys.py")  # refuse a router without API keys before any change
@@ -30,7 +29,7 @@ if gpu:
 steps.include("tasks/tailscale.py")  # needs neither the checkpoints nor the image: before the wait
 # After every host of the run joined the tailnet: the router and the boxes read each other's
 # addresses as these run (laguna_kit/fleet.py).
-if gpu and in_fleet:
+if gpu:  # with a router in the hosts file; without one, an agent left from before is removed
     steps.include("tasks/router_agent.py")  # before the serving unit restarts: it drains first
 if router:
     steps.include("tasks/router.py")

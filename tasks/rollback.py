@@ -2,26 +2,28 @@
 # `--data rollback_to=3`), then validate it. Checkpoints and images of older releases are kept.
 from pyinfra import host
 
+from laguna_kit import fleet
 from laguna_kit.operations.releases import release_rolled_back, release_validated
 from laguna_kit.operations.server import deploy_locked
 
-deploy_locked(
-    name="One deploy or rollback at a time on this box",
-    kit_dir=host.data.kit_dir,
-    wait_s=host.data.deploy_lock_wait_s,
-)
+if "gpu" in fleet.roles(host):  # a router-only host has no releases
+    deploy_locked(
+        name="One deploy or rollback at a time on this box",
+        kit_dir=host.data.kit_dir,
+        wait_s=host.data.deploy_lock_wait_s,
+    )
 
-release_rolled_back(
-    name="Roll back to the previous release"
-    if host.data.get("rollback_to") is None
-    else f"Roll back to release {host.data.rollback_to}",
-    kit_dir=host.data.kit_dir,
-    unit=host.data.unit_name,
-    to=host.data.get("rollback_to"),
-)
-release_validated(
-    name="Validation gate on the restored release",
-    kit_dir=host.data.kit_dir,
-    unit=host.data.unit_name,
-    auto_rollback=False,
-)
+    release_rolled_back(
+        name="Roll back to the previous release"
+        if host.data.get("rollback_to") is None
+        else f"Roll back to release {host.data.rollback_to}",
+        kit_dir=host.data.kit_dir,
+        unit=host.data.unit_name,
+        to=host.data.get("rollback_to"),
+    )
+    release_validated(
+        name="Validation gate on the restored release",
+        kit_dir=host.data.kit_dir,
+        unit=host.data.unit_name,
+        auto_rollback=False,
+    )

@@ -2,52 +2,64 @@
 # whether to send it new requests ("drain" while the kit restarts it until its gate passes;
 # laguna_release.py drains first and waits for running requests), and the kit's firewall lets
 # only the router's tailnet addresses reach the API and the agent (read from the router now:
-# fleet.py).
+# fleet.py). A box whose hosts file has no router (any more) has no agent.
 import json
 
 from pyinfra import host
 from pyinfra.operations import server
 
+from laguna_kit import fleet
 from laguna_kit.boxtools.layout import FIREWALL_PEERS, FIREWALL_RULES, ROUTER_AGENT, ROUTER_DRAIN
 from laguna_kit.operations.files import files_synced, kit_file
-from laguna_kit.operations.router import router_peers_allowed
+from laguna_kit.operations.router import router_agent_removed, router_peers_allowed
 from laguna_kit.operations.server import service_running
 
 d = host.data
 SOCKET = "laguna-router-agent.socket"
-agent = {  # read by laguna_release.py before it restarts the serving unit
-    "api_port": d.api_port,
-    "socket": SOCKET,
-    "drain_timeout_s": d.router_drain_timeout_s,
-    "check_interval_ms": d.router_check_interval_ms,
-}
-units = files_synced(
-    name="Router agent: its socket, its answer and the release manager's drain settings",
-    files=[
-        (
-            kit_file("files/laguna-router-agent.socket.j2", agent_port=d.router_agent_port),
-            f"/etc/systemd/system/{SOCKET}",
-            "644",
-        ),
-        (
-            kit_file(
-                "files/laguna-router-agent@.service.j2", drain_file=f"{d.kit_dir}/{ROUTER_DRAIN}"
+UNIT_FILES = [f"/etc/systemd/system/{SOCKET}", "/etc/systemd/system/laguna-router-agent@.service"]
+if fleet.router_of(host.state.inventory) is not None:
+    agent = {  # read by laguna_release.py before it restarts the serving unit
+        "api_port": d.api_port,
+        "socket": SOCKET,
+        "drain_timeout_s": d.router_drain_timeout_s,
+        "check_interval_ms": d.router_check_interval_ms,
+    }
+    units = files_synced(
+        name="Router agent: its socket, its answer and the release manager's drain settings",
+        files=[
+            (
+                kit_file("files/laguna-router-agent.socket.j2", agent_port=d.router_agent_port),
+                UNIT_FILES[0],
+                "644",
             ),
-            "/etc/systemd/system/laguna-router-agent@.service",
-            "644",
-        ),
-        ((json.dumps(agent, indent=1) + "\n").encode(), f"{d.kit_dir}/{ROUTER_AGENT}", "644"),
-    ],
-)
-server.shell(
-    name="Reload systemd for the router agent",
-    commands=["systemctl daemon-reload", f"systemctl try-restart {SOCKET}"],
-    _if=units.did_change,
-)
-service_running(name="Router agent listening", service=SOCKET)
-router_peers_allowed(
-    name="API and agent answer the router alone on the tailnet",
-    kit_dir=d.kit_dir,
-    rules=FIREWALL_RULES,
-    peers_file=FIREWALL_PEERS,
-)
+            (
+                kit_file(
+                    "files/laguna-router-agent@.service.j2",
+                    drain_file=f"{d.kit_dir}/{ROUTER_DRAIN}",
+                ),
+                UNIT_FILES[1],
+                "644",
+            ),
+            ((json.dumps(agent, indent=1) + "\n").encode(), f"{d.kit_dir}/{ROUTER_AGENT}", "644"),
+        ],
+    )
+    server.shell(
+        name="Reload systemd for the router agent",
+        commands=["systemctl daemon-reload", f"systemctl try-restart {SOCKET}"],
+        _if=units.did_change,
+    )
+    service_running(name="Router agent listening", service=SOCKET)
+    router_peers_allowed(
+        name="API and agent answer the router alone on the tailnet",
+        kit_dir=d.kit_dir,
+        rules=FIREWALL_RULES,
+        peers_file=FIREWALL_PEERS,
+    )
+else:
+    router_agent_removed(
+        name="No router in the hosts file: no router agent",
+        kit_dir=d.kit_dir,
+        unit_files=UNIT_FILES,
+        peers_file=FIREWALL_PEERS,
+        socket_unit=SOCKET,
+    )

@@ -138,11 +138,7 @@ class Releases:
             return
         before = self.drained()
         if before is None or by == "operator":
-            marker = {"by": by, "reason": reason, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            tmp = os.path.join(self.kit_dir, ROUTER_DRAIN + ".tmp")
-            with open(tmp, "w") as fh:
-                json.dump(marker, fh)
-            os.replace(tmp, os.path.join(self.kit_dir, ROUTER_DRAIN))
+            self.mark_drained(reason, by)
         if before is None:
             # Each agent check is one accepted connection: two after the marker, and the router
             # has seen "drain" (a check may have read the file just before it was written).
@@ -159,6 +155,13 @@ class Releases:
             busy = in_flight(agent["api_port"])
         if busy:
             say(f"{busy} request(s) still running after the drain timeout: restarting anyway")
+
+    def mark_drained(self, reason: str, by: str = "kit") -> None:
+        marker = {"by": by, "reason": reason, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        tmp = os.path.join(self.kit_dir, ROUTER_DRAIN + ".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(marker, fh)
+        os.replace(tmp, os.path.join(self.kit_dir, ROUTER_DRAIN))
 
     def undrain(self, by: str = "kit") -> None:
         """End the kit's drain (or with by="operator", any drain)."""
@@ -366,6 +369,8 @@ class Releases:
             self.undrain()
             return True
         self.mark_failed(current)
+        if self.agent() is not None and (self.drained() or {}).get("by") != "operator":
+            self.mark_drained(f"release {current} failed its gate")  # out of the rotation
         if not auto_rollback:
             return False
         say("the gate failed: rolling back to the previous release")

@@ -38,6 +38,12 @@ def forget(host) -> None:
     _MEMORY.pop(host, None)
 
 
+def forget_all() -> None:
+    """A fresh memory (each fixture test is a run of its own)."""
+    _MEMORY.clear()
+    _LAST_OP.clear()
+
+
 def _changed(state, host, op_hash) -> bool:
     """Whether the operation ran a command on `host` or failed there (unknown counts as yes)."""
     try:

@@ -15,6 +15,7 @@ from pyinfra.api import FileUploadCommand, operation
 
 from .. import fleet
 from ..boxcli import tool_command
+from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN
 from ..facts.files import FileHashes
 from ..facts.router import HaproxyBuild
 from .files import kit_file
@@ -155,3 +156,27 @@ def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
     )
     yield tool_command(kit_dir, "laguna_firewall.py", "load", rules)
     yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)
+
+
+@operation()
+def router_agent_removed(kit_dir: str, unit_files: list[str], peers_file: str, socket_unit: str):
+    """
+    A GPU box no longer behind a router (the hosts file has none): its agent stops listening, the
+    release manager stops draining before restarts, and the router's addresses leave the firewall
+    folder (the rules no longer include it). Only the kit's own files are removed.
+
+    + kit_dir: the kit's folder on the box
+    + unit_files: the agent's socket and service unit files
+    + peers_file: the router's addresses for the firewall
+    + socket_unit: the agent's socket unit
+    """
+    kit_files = [f"{kit_dir}/{ROUTER_AGENT}", f"{kit_dir}/{ROUTER_DRAIN}", peers_file]
+    present = sorted(host.get_fact(FileHashes, paths=[*unit_files, *kit_files]))
+    if not present:
+        host.noop("no router agent on this box")
+        return
+    logger.info(f"{host.name}: no router in the hosts file: removing this box's router agent")
+    yield f"systemctl disable --now {shlex.quote(socket_unit)} 2>/dev/null || true"
+    yield "rm -f " + shlex.join(present)
+    if any(p in unit_files for p in present):
+        yield "systemctl daemon-reload"

@@ -27,6 +27,7 @@ from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from laguna_kit import hardware, hub, profiles, settings
+from laguna_kit.facts import memo
 
 HERE = Path(__file__).resolve().parent
 
@@ -144,6 +145,7 @@ def operation_output(name: str, case: dict):
     """(command objects, noops): uploads still hold their content."""
     op = load_class(name, "laguna_kit.operations")
     args = {k: ARG_TYPES[k](v) if k in ARG_TYPES else v for k, v in case.get("args", {}).items()}
+    memo.forget_all()
     state = SimpleNamespace(
         is_executing=case.get("executing", True),
         config=SimpleNamespace(DIFF=False),

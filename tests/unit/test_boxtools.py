@@ -407,3 +407,59 @@ def test_a_new_revision_is_fetched_beside_the_live_one_and_swapped_in_only_at_ac
     assert revisions.select_revision(dest, "b" * 40) == "restored"
     assert open(os.path.join(dest, "b.safetensors"), "rb").read() == b"C" * 64
     assert revisions.recorded_revision(revisions.stash_path(dest, "a" * 40)) == "a" * 40
+
+
+@pytest.fixture
+def fleet_box(box, monkeypatch):
+    """`box` behind a fleet router: the agent config present, the router's checks and vLLM's
+    running requests played by counters (what systemd's NAccepted and vLLM's gauges report)."""
+    os.makedirs(box.kit_dir, exist_ok=True)
+    with open(os.path.join(box.kit_dir, "router-agent.json"), "w") as fh:
+        json.dump({"api_port": 8080, "socket": "a.socket", "drain_timeout_s": 5}, fh)
+    checks, running, seen = {"n": 0}, {"n": 2}, []
+
+    def accepted(unit):  # the router asks once per call: a check every poll
+        checks["n"] += 1
+        return checks["n"]
+
+    def in_flight(port):
+        seen.append((box.drained() or {}).get("reason"))
+        running["n"] = max(running["n"] - 1, 0)
+        return running["n"]
+
+    monkeypatch.setattr(release, "accepted", accepted)
+    monkeypatch.setattr(release, "in_flight", in_flight)
+    monkeypatch.setattr(release.time, "sleep", lambda s: None)
+    box.seen = seen
+    return box
+
+
+def test_a_restart_behind_a_router_is_drained_first_and_undrained_by_its_gate(fleet_box):
+    incoming(fleet_box)
+    fleet_box.install_incoming()
+    # the running requests were waited for with the marker in place, before the restart
+    assert fleet_box.seen and all(r == "release 1 starting" for r in fleet_box.seen)
+    assert fleet_box.drained()["by"] == "kit"
+    fleet_box.gate = lambda: True
+    assert fleet_box.validate(auto_rollback=True)
+    assert fleet_box.drained() is None
+
+
+def test_a_failed_gate_stays_drained_and_an_operators_drain_outlives_a_deploy(fleet_box):
+    incoming(fleet_box)
+    fleet_box.install_incoming()
+    fleet_box.gate = lambda: False
+    assert not fleet_box.validate(auto_rollback=False)
+    assert fleet_box.drained()["reason"] == "release 1 failed its gate"
+    fleet_box.drain("maintenance", by="operator")
+    fleet_box.gate = lambda: True
+    assert fleet_box.validate(auto_rollback=False)
+    assert fleet_box.drained()["by"] == "operator"  # a passed gate does not end it
+    fleet_box.undrain(by="operator")
+    assert fleet_box.drained() is None
+
+
+def test_without_a_router_nothing_is_drained(box):
+    incoming(box)
+    box.install_incoming()
+    assert box.drained() is None and not os.path.exists(os.path.join(box.kit_dir, "router-drain"))
