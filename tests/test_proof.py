@@ -14,19 +14,15 @@ mid-deploy, and secrets absent from every output, log and file.
 """
 
 import json
-import signal
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 
-from laguna_kit.settings import KIT_ROOT
 from tests.harness import box as boxmod
 from tests.harness import servers, standin_hub
 from tests.harness.deployrun import run_deploy, start_deploy, wait_deploy
-from tests.harness.paths import run_dir
+from tests.harness.poller import OnTheTailnet
 
 HUB = f"http://127.0.0.1:{servers.HUB_PORT}"
 ROLL = ["--serial", "--fail-percent", "0"]  # the operator's rolling upgrade (OPERATIONS.md)
@@ -55,34 +51,10 @@ def fleet(sandbox):
         sandbox.remove_box(b)
 
 
-class Poller:
-    """A tailnet client polling every box's /v1/models (tests/harness/poller.py) while a roll
-    runs."""
-
-    def __init__(self, boxes):
-        self.out = run_dir() / "poller.json"
-        self.out.unlink(missing_ok=True)
-        urls = [f"http://{b.tailnet_v4}:8080/v1/models" for b in boxes]
-        self.proc = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                boxmod.TAILNET_NS,
-                sys.executable,
-                "-m",
-                "tests.harness.poller",
-                "--out",
-                str(self.out),
-                *urls,
-            ],
-            cwd=KIT_ROOT,
-        )
-
-    def stop(self) -> list[dict]:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
-        return json.loads(self.out.read_text())
+def poller_on_tailnet(boxes):
+    """A tailnet client polling every box's /v1/models while a roll runs."""
+    urls = [f"http://{b.tailnet_v4}:8080/v1/models" for b in boxes]
+    return OnTheTailnet("tests.harness.poller", *urls, out="poller.json")
 
 
 def serving_counts(samples) -> list[int]:
@@ -149,7 +121,7 @@ def test_second_full_run_reports_zero_changed(fleet, deploy):
 
 def test_rolling_upgrade_keeps_n_minus_1_serving(fleet, deploy):
     boxes, _ = fleet
-    poller = Poller(boxes)
+    poller = poller_on_tailnet(boxes)
     try:
         time.sleep(1)
         roll = deploy(boxes, data={"serving_mode": "speed-128k"}, args=ROLL)
@@ -177,7 +149,7 @@ def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, depl
     # fails.
     for b in boxes:
         b.run(f"echo '{{\"oom_prompt_over\": 200000}}' > {FAULTS}")
-    poller = Poller(boxes)
+    poller = poller_on_tailnet(boxes)
     try:
         roll = deploy(boxes, data={"serving_mode": "context-first"}, args=ROLL)
     finally:

@@ -12,8 +12,6 @@ one `pyinfra inventory.py deploy.py`, with real HAProxy from Debian's archive an
 
 import json
 import re
-import signal
-import subprocess
 import sys
 import time
 
@@ -23,6 +21,7 @@ from laguna_kit.settings import KIT_ROOT, defaults
 from tests.harness import box as boxmod
 from tests.harness.deployrun import run_deploy
 from tests.harness.paths import run_dir
+from tests.harness.poller import OnTheTailnet
 from tests.harness.sandbox import ROUTER_KEYS
 
 KNOBS = defaults()
@@ -212,36 +211,12 @@ def test_a_box_drained_by_hand_gets_nothing_new_until_undrained(fleet, deploy):
     assert logs.ok and "Journal of laguna-router.service" in logs.output
 
 
-class Clients:
-    """Clients on the tailnet calling the router back to back (tests/harness/router_client.py)."""
-
-    def __init__(self, router, workers=3):
-        self.out = run_dir() / "router-clients.json"
-        self.out.unlink(missing_ok=True)
-        self.proc = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                boxmod.TAILNET_NS,
-                sys.executable,
-                "-m",
-                "tests.harness.router_client",
-                url(router),
-                "--key",
-                ROUTER_KEYS[1],
-                "--workers",
-                str(workers),
-                "--out",
-                str(self.out),
-            ],
-            cwd=KIT_ROOT,
-        )
-
-    def stop(self) -> list[dict]:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=90)
-        return json.loads(self.out.read_text())
+def router_clients(router, workers=3):
+    """Clients on the tailnet calling the router back to back until stopped."""
+    args = [url(router), "--key", ROUTER_KEYS[1], "--workers", str(workers)]
+    return OnTheTailnet(
+        "tests.harness.router_client", *args, out="router-clients.json", stop_timeout=90
+    )
 
 
 def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
@@ -250,7 +225,7 @@ def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
         b.run(f"echo '{PACED}' > {FAULTS}")
     before = {b.name: b.run("cat /opt/laguna-kit/releases/state.json").stdout for b in boxes}
     roll_data = {"container_extra_env": {"LAGUNA_ROLL": "2"}}
-    clients = Clients(router)
+    clients = router_clients(router)
     try:
         time.sleep(2)
         roll = deploy([*boxes, router], data=roll_data, args=ROLL, timeout=1500)

@@ -117,18 +117,10 @@ class Releases:
 
     # --- the fleet router's view of this box (laguna-router-agent.socket answers from the marker)
     def agent(self) -> dict | None:
-        try:
-            with open(os.path.join(self.kit_dir, ROUTER_AGENT)) as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            return None
+        return read_json(os.path.join(self.kit_dir, ROUTER_AGENT))
 
     def drained(self) -> dict | None:
-        try:
-            with open(os.path.join(self.kit_dir, ROUTER_DRAIN)) as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            return None
+        return read_json(os.path.join(self.kit_dir, ROUTER_DRAIN))
 
     def drain(self, reason: str, by: str = "kit") -> None:
         """Ask the router for no new requests and wait until it has asked since and the running
@@ -399,6 +391,14 @@ def say(msg: str) -> None:
 
 def capture(*cmd: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True).stdout
+
+
+def read_json(path: str) -> dict | None:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
 
 
 def accepted(socket_unit: str) -> int:

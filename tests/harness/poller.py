@@ -50,3 +50,27 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class OnTheTailnet:
+    """A harness client module (this one, router_client) run in the tailnet peers' namespace
+    until stop(): then SIGTERM, and its results are the JSON it wrote to its --out file."""
+
+    def __init__(self, module: str, *args: str, out: str, stop_timeout: float = 30):
+        import subprocess
+
+        from laguna_kit.settings import KIT_ROOT
+
+        from .box import TAILNET_NS
+        from .paths import run_dir
+
+        self.out, self.stop_timeout = run_dir() / out, stop_timeout
+        self.out.unlink(missing_ok=True)
+        cmd = ["ip", "netns", "exec", TAILNET_NS, sys.executable, "-m", module]
+        self.proc = subprocess.Popen([*cmd, *args, "--out", str(self.out)], cwd=KIT_ROOT)
+
+    def stop(self) -> list:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=self.stop_timeout)
+        with open(self.out) as fh:
+            return json.load(fh)
