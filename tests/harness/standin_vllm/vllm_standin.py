@@ -15,9 +15,9 @@ Takes the same command line the kit gives the real image (``<model> --flag value
   ``{"accept_rate": 0.0}`` plays a mismatched drafter, ``{"token_delay_s": 0.02}`` generates
   at that pace (so requests are in flight when a test restarts or drains a box).
 - /metrics also has vLLM's scheduler gauges ``vllm:num_requests_running`` and
-  ``vllm:num_requests_waiting`` (labels model_name, engine; gauges of vLLM v0 and v1 alike: vLLM's docs/design/metrics.md,
-  vllm/v1/metrics/loggers.py), which the
-  kit's release manager reads to let running requests end before a restart.
+  ``vllm:num_requests_waiting`` (labels model_name, engine; the same in vLLM v0 and v1: vLLM's
+  docs/design/metrics.md, vllm/v1/metrics/loggers.py), which the kit's release manager reads to
+  let running requests end before a restart.
 """
 
 import json
