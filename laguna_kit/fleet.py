@@ -19,9 +19,6 @@ from pyinfra.api import OperationError
 
 from .facts.network import TailscaleStatus
 
-DRAIN_FILE = "router-drain"  # under kit_dir: while it exists the box's agent answers "drain"
-AGENT_CONFIG = "router-agent.json"  # under kit_dir: what the release manager needs to drain
-
 
 def roles(host) -> list[str]:
     return list(host.data.get("laguna_roles") or ["gpu"])

@@ -4,11 +4,9 @@
 # and by its agent (the kit drains a box before restarting it); clients need an API key; the same
 # session header lands on the same box. DEPLOYMENT.md says why HAProxy.
 from pyinfra import host
-from pyinfra.api import OperationError
 from pyinfra.operations import server
 
-from laguna_kit import fleet
-from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_CONFIG, ROUTER_UNIT
+from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_CONFIG, ROUTER_UNIT, UNIT_DIR
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.router import router_configured
@@ -18,18 +16,14 @@ d = host.data
 CONFIG, UNIT, ADMIN_SOCKET = ROUTER_CONFIG, ROUTER_UNIT, ROUTER_ADMIN_SOCKET
 KEYS = "/etc/laguna-kit/router-api-keys.sha256"
 
-try:
-    keys = fleet.api_keys(d.router_api_keys_env, d.router_api_keys_file)
-except OperationError:
-    keys = []  # tasks/router_keys.py has refused already: this host's later operations do not run
-
 apt_present(name="HAProxy (held)", packages=["haproxy"], hold=True)
 router_configured(
     name="Router configuration: the GPU boxes on the tailnet, API key hashes",
     config=CONFIG,
     keys_file=KEYS,
     unit=UNIT,
-    keys=keys,
+    keys_env=d.router_api_keys_env,
+    keys_path=d.router_api_keys_file,
     settings=dict(
         port=d.router_port,
         metrics_port=d.router_metrics_port,
@@ -46,7 +40,7 @@ unit = files_synced(
     files=[
         (
             kit_file("files/laguna-router.service.j2", port=d.router_port, config=CONFIG),
-            f"/etc/systemd/system/{UNIT}",
+            f"{UNIT_DIR}/{UNIT}",
             "644",
         )
     ],

@@ -9,14 +9,20 @@ from pyinfra import host
 from pyinfra.operations import server
 
 from laguna_kit import fleet
-from laguna_kit.boxtools.layout import FIREWALL_PEERS, FIREWALL_RULES, ROUTER_AGENT, ROUTER_DRAIN
+from laguna_kit.boxtools.layout import (
+    FIREWALL_PEERS,
+    FIREWALL_RULES,
+    ROUTER_AGENT,
+    ROUTER_DRAIN,
+    UNIT_DIR,
+)
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.router import router_agent_removed, router_peers_allowed
 from laguna_kit.operations.server import service_running
 
 d = host.data
 SOCKET = "laguna-router-agent.socket"
-UNIT_FILES = [f"/etc/systemd/system/{SOCKET}", "/etc/systemd/system/laguna-router-agent@.service"]
+UNIT_FILES = [f"{UNIT_DIR}/{SOCKET}", f"{UNIT_DIR}/laguna-router-agent@.service"]
 if fleet.router_of(host.state.inventory) is not None:
     agent = {  # read by laguna_release.py before it restarts the serving unit
         "api_port": d.api_port,

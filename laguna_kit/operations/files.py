@@ -85,7 +85,11 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
 
 
 @operation()
-def files_synced(files: list[tuple[bytes, str, str]], fetched: list[tuple[str, str, str]] = ()):
+def files_synced(
+    files: list[tuple[bytes, str, str]],
+    fetched: list[tuple[str, str, str]] = (),
+    validate: dict[str, str] | None = None,
+):
     """
     Many small files put on the box in one operation, judged by one command (sha256 and mode of
     all of them): a converged box costs one remote command, not two or three per file. Only files
@@ -95,6 +99,9 @@ def files_synced(files: list[tuple[bytes, str, str]], fetched: list[tuple[str, s
     + fetched: (URL, destination, mode) of files the box downloads itself when they are missing
       (signing keys), before the files above; like ``files.download`` without a hash, an existing
       one is kept
+    + validate: destination -> a command that must pass on the new file (``%s``: its temporary
+      name) before it replaces the old one (as Ansible's ``validate``); files are written in the
+      order given, so a file the checked one names can come first
 
     **Example:**
 
@@ -132,4 +139,6 @@ def files_synced(files: list[tuple[bytes, str, str]], fetched: list[tuple[str, s
         tmp = f"{dest}.laguna-new"
         yield FileUploadCommand(io.BytesIO(data), tmp)
         q_tmp = shlex.quote(tmp)
+        if dest in (validate or {}):
+            yield validate[dest].replace("%s", q_tmp)
         yield f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"

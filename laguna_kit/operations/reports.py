@@ -29,7 +29,7 @@ FIREWALL_PROBLEMS = {
 
 def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
     """The status report's lines, from the ServingStatus and ReleaseState facts."""
-    cur, gate = rel["current"] or {}, rel["gate"] or {}
+    cur, gate, drain = rel["current"] or {}, rel["gate"] or {}, rel.get("drain")
     spec = cur.get("spec") or {}
     lc = gate.get("long_context") or {}
     return [
@@ -53,20 +53,14 @@ def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
         )
         if gate
         else "last gate: none recorded",
-        *(
-            [
-                f"drained at the fleet router since {rel['drain'].get('time')}: "
-                f"{rel['drain'].get('reason')}"
-                + (
-                    " (undrain: laguna_release.py undrain)"
-                    if rel["drain"].get("by") == "operator"
-                    else ""
-                )
-            ]
-            if rel.get("drain")
-            else []
-        ),
-    ]
+    ] + (
+        [
+            f"drained at the fleet router since {drain.get('time')}: {drain.get('reason')}"
+            + (" (undrain: laguna_release.py undrain)" if drain.get("by") == "operator" else "")
+        ]
+        if drain
+        else []
+    )
 
 
 def download_lines(records: list[dict]) -> list[str]:

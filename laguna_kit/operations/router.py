@@ -6,22 +6,20 @@ of a whole fleet wires router and boxes in the same run.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import shlex
 
 from pyinfra import host, logger
-from pyinfra.api import FileUploadCommand, operation
+from pyinfra.api import operation
 
 from .. import fleet
 from ..boxcli import tool_command
 from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN
 from ..facts.files import FileHashes
 from ..facts.router import HaproxyBuild
-from .files import kit_file
+from .files import files_synced, kit_file
 
 
-def backends(inventory, data_of=lambda h: h.data) -> list[dict]:
+def backends(inventory) -> list[dict]:
     """The GPU boxes of the hosts file as HAProxy servers, by their tailnet IPv4 address now; a
     box not on the tailnet yet is left out (named)."""
     out = []
@@ -34,7 +32,7 @@ def backends(inventory, data_of=lambda h: h.data) -> list[dict]:
                 "next deploy adds it"
             )
             continue
-        d = data_of(box)
+        d = box.data
         out.append(
             {
                 "name": fleet.server_name(box.name),
@@ -59,8 +57,17 @@ def router_keys_present(env: str, file: str = ""):
     yield from ()
 
 
+# haproxy -c on the new configuration; on failure its own error, then the kit's word.
+HAPROXY_CHECK = (
+    "haproxy -c -q -f %s || { haproxy -c -f %s >&2; echo 'laguna: the new router configuration "
+    "does not load; the running one is kept' >&2; exit 1; }"
+)
+
+
 @operation()
-def router_configured(config: str, keys_file: str, unit: str, settings: dict, keys: list[str]):
+def router_configured(
+    config: str, keys_file: str, unit: str, settings: dict, keys_env: str, keys_path: str = ""
+):
     """
     The router's HAProxy configuration names every GPU box on the tailnet and holds the hashes of
     the fleet's API keys; when either changes it is checked (`haproxy -c`) and the router reloaded
@@ -71,7 +78,7 @@ def router_configured(config: str, keys_file: str, unit: str, settings: dict, ke
     + unit: the router's systemd unit
     + settings: port, metrics_port, agent_port, session_header, timeout_s, queue_timeout_s,
       interval_ms
-    + keys: the API keys (from the control machine)
+    + keys_env, keys_path: where the control machine holds the API keys (fleet.api_keys)
     """
     build = host.get_fact(HaproxyBuild)
     if build and not build.get("prometheus"):
@@ -86,31 +93,19 @@ def router_configured(config: str, keys_file: str, unit: str, settings: dict, ke
         servers=backends(host.state.inventory),
         prometheus=bool(build.get("prometheus")),
     )
-    hashes = fleet.key_hashes(keys).encode()
-    seen = host.get_fact(FileHashes, paths=[config, keys_file])
-    stale = [
-        (data, path, mode)
-        for data, path, mode in ((hashes, keys_file, "600"), (text, config, "644"))
-        if seen.get(path) != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
-    ]
-    if not stale:
-        host.noop(f"{config} and the API key hashes are current")
-        return
-    folders = sorted({p.rsplit("/", 1)[0] for p in (config, keys_file)})
-    yield "install -d -m 755 " + shlex.join(folders)
-    for data, path, mode in stale:
-        yield FileUploadCommand(io.BytesIO(data), f"{path}.laguna-new")
-        yield f"chmod {mode} {shlex.quote(path + '.laguna-new')}"
+    hashes = fleet.key_hashes(fleet.api_keys(keys_env, keys_path)).encode()
     # The keys first (the running router holds its ACL in memory): the new configuration names
     # them, and is checked before it replaces the running one's.
-    for _, path, _ in sorted(stale, key=lambda s: s[1] == config):
-        if path == config:
-            yield (
-                f"haproxy -c -q -f {shlex.quote(path + '.laguna-new')} || {{ haproxy -c -f "
-                f"{shlex.quote(path + '.laguna-new')} >&2; echo 'laguna: the new router "
-                "configuration does not load; the running one is kept' >&2; exit 1; }"
-            )
-        yield f"mv -f {shlex.quote(path + '.laguna-new')} {shlex.quote(path)}"
+    commands = list(
+        files_synced._inner(
+            files=[(hashes, keys_file, "600"), (text, config, "644")],
+            validate={config: HAPROXY_CHECK},
+        )
+    )
+    if not commands:
+        host.noop(f"{config} and the API key hashes are current")
+        return
+    yield from commands
     q = shlex.quote(unit)
     yield f"if systemctl is-active --quiet {q}; then systemctl reload {q}; fi"
 
@@ -142,18 +137,12 @@ def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
         + (f"add element inet laguna_kit fleet_router_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
         + (f"add element inet laguna_kit fleet_router_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
     ).encode()
-    seen = host.get_fact(FileHashes, paths=[peers_file])
-    if seen.get(peers_file) == {"sha256": hashlib.sha256(text).hexdigest(), "mode": "644"}:
+    # (written as <name>.laguna-new first: nft's *.nft include does not read it half-written)
+    commands = list(files_synced._inner(files=[(text, peers_file, "644")]))
+    if not commands:
         host.noop(f"the API answers the router {router.name} ({', '.join(ips)}) alone")
         return
-    folder = peers_file.rsplit("/", 1)[0]
-    yield f"install -d -m 755 {shlex.quote(folder)}"
-    yield FileUploadCommand(io.BytesIO(text), f"{peers_file}.laguna-new")
-    # nft reads every *.nft of the folder: the new file must not be one until it replaces the old
-    yield (
-        f"chmod 644 {shlex.quote(peers_file + '.laguna-new')} && "
-        f"mv -f {shlex.quote(peers_file + '.laguna-new')} {shlex.quote(peers_file)}"
-    )
+    yield from commands
     yield tool_command(kit_dir, "laguna_firewall.py", "load", rules)
     yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)
 

@@ -30,8 +30,15 @@ def uploads(name, doc):
     }
 
 
-def test_router_config_names_the_boxes_on_the_tailnet_and_only_key_hashes():
+def key_one():
+    return case("router.router_configured/first-deploy-writes-checks-then-reloads.json")["env"][
+        "LAGUNA_API_KEYS"
+    ]
+
+
+def test_router_config_names_the_boxes_on_the_tailnet_and_only_key_hashes(monkeypatch):
     doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     files = uploads("router.router_configured", doc)
     cfg = files["/etc/laguna-kit/haproxy.cfg"].decode()
     assert "server gpu-1 100.90.1.2:8080 maxconn 4" in cfg  # the champion's max_num_seqs
@@ -39,13 +46,14 @@ def test_router_config_names_the_boxes_on_the_tailnet_and_only_key_hashes():
     assert "balance hdr(X-Session-Id)" in cfg and "hash-type consistent" in cfg
     assert "agent-check agent-port 8091" in cfg and "prometheus-exporter" in cfg
     keys = files["/etc/laguna-kit/router-api-keys.sha256"].decode()
-    key = doc["args"]["keys"][0]
+    key = doc["env"]["LAGUNA_API_KEYS"]
     assert key not in keys and key not in cfg
     assert keys == hashlib.sha256(f"Bearer {key}".encode()).hexdigest() + "\n"
 
 
-def test_a_converged_router_is_left_alone():
+def test_a_converged_router_is_left_alone(monkeypatch):
     doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     files = uploads("router.router_configured", doc)
     (fact_key,) = doc["facts"]["files.FileHashes"]
     modes = {"/etc/laguna-kit/haproxy.cfg": "644", "/etc/laguna-kit/router-api-keys.sha256": "600"}
@@ -56,7 +64,7 @@ def test_a_converged_router_is_left_alone():
     commands, noops = run_operation("router.router_configured", doc)
     assert commands == [] and noops[-1].endswith("are current"), (commands, noops)
     # a new key: only the key file changes, and the router reloads
-    doc["args"]["keys"].append("key-two-0123456789abcdef")
+    monkeypatch.setenv("LAGUNA_API_KEYS", f"{key_one()},key-two-0123456789abcdef")
     commands, _ = run_operation("router.router_configured", doc)
     assert {"upload": "/etc/laguna-kit/router-api-keys.sha256.laguna-new"} in commands
     assert {"upload": "/etc/laguna-kit/haproxy.cfg.laguna-new"} not in commands
