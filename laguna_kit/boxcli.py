@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import shlex
 import socket
 from pathlib import Path
@@ -64,24 +65,46 @@ def release_command(kit_dir: str, unit: str, *args) -> str:
     return tool_command(kit_dir, "laguna_release.py", "--kit-dir", kit_dir, "--unit", unit, *args)
 
 
+# A transient unit's name is `<unit>:<start time, ns>`, a new one at each start. A fixed name is
+# refused ("Unit X.service was already loaded or has a fragment file") while systemd still holds
+# the previous run of it: until it collects it (seen in CI, and on a box under load: 5 of 60
+# starts right after a `--wait` run of the same name) and for as long as a failed run of it is
+# kept (one started without --collect). systemd issue 35190: a query of an ended transient unit
+# loads it again from a stale path. ':' is in no checkpoint folder's name (hub repo names).
+RUNNING_STATES = "active,activating,deactivating,reloading"
+
+
+def running(unit: str) -> str:
+    """A shell test: a run of transient `unit` (a name, or a shell variable such as "$u") is under
+    way, of this kit or of one before it that named every run `unit` (a download an interrupted
+    run left going). It lists loaded units only: a query by name loads a unit."""
+    if not re.fullmatch(r"\$\w+|[\w:.-]+", unit):
+        raise ValueError(f"not a unit name: {unit!r}")
+    return (
+        f"systemctl list-units --quiet --plain --no-legend --state={RUNNING_STATES} "
+        f'"{unit}:*.service" "{unit}.service" | grep -q .'
+    )
+
+
 def systemd_run(unit: str, *props: str, wait: bool = False) -> str:
-    """The quoted words that start a transient service `unit` (collected when it ends, failed or
-    not) with these properties; the command's words follow."""
-    words = ["systemd-run", "--quiet", "--collect", *(["--wait"] if wait else []), f"--unit={unit}"]
+    """The quoted words that start a new run of transient service `unit` (collected when it ends,
+    failed or not) with these properties; the command's words follow."""
+    words = ["systemd-run", "--quiet", "--collect", *(["--wait"] if wait else [])]
     for prop in props:
         words += ["-p", prop]
-    return shlex.join([*words, "--"])
+    return f"{shlex.join(words)} --unit={shlex.quote(unit)}:$(date +%s%N) --"
 
 
 def transient(unit: str, command: str, stdout: str = "null", stderr_file: str = "") -> str:
     """`command` as a transient systemd service that outlives this SSH session (a dropped
     connection or a killed run does not stop a download or a rollback half way). A run that finds
-    it still going waits for it instead of starting a second one on the same files. Its stderr is
-    shown when it ends; its exit status is the command's."""
-    u = shlex.quote(unit)
+    one still going waits for it instead of starting a second one on the same files. Its stderr is
+    shown when it ends (nothing of an earlier run's when it could not start); its exit status is
+    the command's."""
     err = stderr_file or f"/run/laguna-kit/{unit}.err"
     run = systemd_run(unit, f"StandardOutput={stdout}", f"StandardError=truncate:{err}", wait=True)
+    q = shlex.quote(err)
     return (
-        f"while systemctl is-active -q {u}; do sleep 5; done; mkdir -p /run/laguna-kit; "
-        f"{run} {command}; rc=$?; cat {shlex.quote(err)} >&2 2>/dev/null; exit $rc"
+        f"while {running(unit)}; do sleep 5; done; mkdir -p /run/laguna-kit; rm -f {q}; "
+        f"{run} {command}; rc=$?; cat {q} >&2 2>/dev/null; exit $rc"
     )

@@ -351,12 +351,10 @@ def test_tailnet_only_ssh_only_from_a_run_on_the_tailnet_and_back(make_box, depl
     assert tcp_connects(b.tailnet_v4, 22, ns=boxmod.TAILNET_NS)
     assert tcp_connects(b.tailnet_v6, 22, ns=boxmod.TAILNET_NS)
     assert ssh_works(b, via_tailnet=True)
-    assert (
-        b.run(
-            "systemctl is-active laguna-firewall-revert.timer", check=False, via_tailnet=True
-        ).stdout.strip()
-        != "active"
-    ), "the self-revert was not confirmed"
+    revert = "'laguna-firewall-revert:*.timer'"
+    was_armed = b.run(f"journalctl -q --no-pager -u {revert}", via_tailnet=True).stdout
+    armed = b.run(f"systemctl list-units --plain --no-legend {revert}", via_tailnet=True).stdout
+    assert "Started" in was_armed and armed.strip() == "", "the self-revert was not confirmed"
     again = deploy(b, NETWORK, data={"ssh_tailnet_only": True}, via_tailnet=True)
     assert again.ok and again.changed() == [], again.changed()
 

@@ -181,32 +181,35 @@ def test_a_box_killed_hard_is_ejected_and_readmitted(fleet):
 def test_a_box_drained_by_hand_gets_nothing_new_until_undrained(fleet, deploy):
     boxes, router, _ = fleet
     b = boxes[1]
-    out = b.run("python3 /opt/laguna-kit/bin/laguna_release.py drain").stdout
-    assert "drained" in out
-    assert server_state(router, b.name) == "DRAIN"  # the command returns once the router saw it
-    before = served(router)
-    for i in range(12):
-        client(router, "--count", "1", "--key", ROUTER_KEYS[0], "--session", f"d-{i}")
-    after = served(router)
-    assert after[b.name] == before[b.name], "a drained box got new requests"
-    st = deploy(router, "tasks/status.py")
-    assert st.ok and st.changed() == [], st.explain()
-    assert f"box {b.name}: DRAIN" in st.output and f"box {boxes[0].name}: UP" in st.output
-    box_status = deploy(b, "tasks/status.py")
-    assert "drained at the fleet router" in box_status.output
-    assert "laguna_release.py undrain" in box_status.output
-    # a deploy does not end an operator's drain; undrain does (the box killed in the test before
-    # is gated again: its restart since its last gate proves nothing about the new process)
-    again = deploy([*boxes, router])
-    assert again.ok and again.changed(b.name) == [] and again.changed(router.name) == [], (
-        again.explain()
-    )
-    assert server_state(router, b.name) == "DRAIN"
-    b.run("python3 /opt/laguna-kit/bin/laguna_release.py undrain")
-    deadline = time.monotonic() + 10
-    while server_state(router, b.name) != "UP" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert server_state(router, b.name) == "UP"
+    try:
+        out = b.run("python3 /opt/laguna-kit/bin/laguna_release.py drain").stdout
+        assert "drained" in out
+        assert server_state(router, b.name) == "DRAIN"  # the command returns once the router saw it
+        before = served(router)
+        for i in range(12):
+            client(router, "--count", "1", "--key", ROUTER_KEYS[0], "--session", f"d-{i}")
+        after = served(router)
+        assert after[b.name] == before[b.name], "a drained box got new requests"
+        st = deploy(router, "tasks/status.py")
+        assert st.ok and st.changed() == [], st.explain()
+        assert f"box {b.name}: DRAIN" in st.output and f"box {boxes[0].name}: UP" in st.output
+        box_status = deploy(b, "tasks/status.py")
+        assert "drained at the fleet router" in box_status.output
+        assert "laguna_release.py undrain" in box_status.output
+        # a deploy does not end an operator's drain; undrain does (the box killed in the test before
+        # is gated again: its restart since its last gate proves nothing about the new process)
+        again = deploy([*boxes, router])
+        assert again.ok and again.changed(b.name) == [] and again.changed(router.name) == [], (
+            again.explain()
+        )
+        assert server_state(router, b.name) == "DRAIN"
+        b.run("python3 /opt/laguna-kit/bin/laguna_release.py undrain")
+        deadline = time.monotonic() + 10
+        while server_state(router, b.name) != "UP" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert server_state(router, b.name) == "UP"
+    finally:  # the next test starts from a fleet that serves on every box
+        b.run("python3 /opt/laguna-kit/bin/laguna_release.py undrain", check=False)
     logs = deploy(router, "tasks/logs.py")
     assert logs.ok and "Journal of laguna-router.service" in logs.output
 

@@ -286,6 +286,26 @@ def test_a_hand_edited_unit_is_put_back_and_gated(served, deploy):
     assert again.ok and again.changed() == [], again.changed()
 
 
+def test_a_gate_name_systemd_still_holds_does_not_stop_the_next_gate(served, deploy):
+    """CI saw a deploy's gate refused: "Unit laguna-validate.service was already loaded or has a
+    fragment file", with an earlier gate's lines shown as this one's. systemd holds a finished
+    transient unit's name until it collects it (a race under load), and a failed run started
+    without --collect (by hand) for good; here the latter holds the name the kit once used."""
+    b, _ = served
+    b.run("systemd-run --quiet --unit=laguna-validate /bin/false; sleep 1")
+    try:
+        assert b.run("systemctl is-failed laguna-validate", check=False).stdout.strip() == "failed"
+        gate_before = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)
+        b.run("systemctl restart laguna-vllm")  # a restart since the last gate: gated again
+        res = deploy(b)
+        assert res.ok, res.explain()
+        gate = json.loads(b.run("cat /opt/laguna-kit/state/last-gate.json").stdout)
+        assert gate["passed"] and gate["started_unix"] > gate_before["started_unix"], gate
+        assert "already loaded" not in res.output
+    finally:
+        b.run("systemctl reset-failed laguna-validate", check=False)
+
+
 def test_one_deploy_at_a_time_and_a_killed_run_frees_the_box(served, deploy):
     """Another operator's run holds the box (an SSH session that took the kit's lock): this deploy
     waits, then fails naming it and changes nothing; once that session dies (a killed run), the

@@ -23,9 +23,13 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 TABLE = ("inet", "laguna_kit")
+# Each arming is a new `<name>:<ns>` timer: systemd refuses a transient unit whose name it still
+# holds (see laguna_kit/boxcli.py); the bare name is the one earlier kits used.
 REVERT_UNIT = "laguna-firewall-revert"
+REVERT_UNITS = [f"{REVERT_UNIT}:*.timer", f"{REVERT_UNIT}:*.service", f"{REVERT_UNIT}.timer"]
 
 
 class FirewallError(Exception):
@@ -90,15 +94,15 @@ def load(rules: str, revert_after: int | None, fallback: str | None) -> None:
             raise FirewallError("a revert needs the previous table or a fallback rules file")
         saved = f"{rules}.previous"
         write(saved, text)
-        subprocess.run(["systemctl", "stop", f"{REVERT_UNIT}.timer"], capture_output=True)
-        subprocess.run(["systemctl", "reset-failed", f"{REVERT_UNIT}.service"], capture_output=True)
+        disarm()
         restore = f"/usr/sbin/nft -f {saved} && cp {saved} {rules} && rm -f {rules}.loaded"
         subprocess.run(
             [
                 "systemd-run",
                 "--quiet",
+                "--collect",
                 "--unit",
-                REVERT_UNIT,
+                f"{REVERT_UNIT}:{time.time_ns()}",
                 f"--on-active={int(revert_after)}",
                 # a timer may otherwise fire up to a minute late (systemd's default accuracy)
                 "--timer-property=AccuracySec=1s",
@@ -112,10 +116,13 @@ def load(rules: str, revert_after: int | None, fallback: str | None) -> None:
     nft("-f", rules)
 
 
+def disarm() -> None:
+    """Stop every armed revert (its timer; its service, should it be running)."""
+    subprocess.run(["systemctl", "stop", *REVERT_UNITS], capture_output=True)
+
+
 def confirm(rules: str) -> None:
-    subprocess.run(
-        ["systemctl", "stop", f"{REVERT_UNIT}.timer", f"{REVERT_UNIT}.service"], capture_output=True
-    )
+    disarm()
     table = live_table()
     if table is None:
         raise FirewallError("the kit's table is not loaded: nothing to confirm")

@@ -7,6 +7,7 @@ import shlex
 
 from pyinfra.api import FactBase
 
+from ..boxcli import running
 from ..boxtools.layout import VERIFIED_RECORD
 from . import sections
 
@@ -87,8 +88,8 @@ class DownloadProgress(FactBase):
     def command(self, run_dir="/run/laguna-kit"):
         return (
             f'for f in {shlex.quote(run_dir)}/laguna-fetch-*.progress.json; do [ -e "$f" ] || '
-            'continue; u=$(basename "$f" .progress.json); '
-            'echo "$(systemctl is-active "$u" 2>/dev/null) $(cat "$f")"; done; true'
+            'continue; u=$(basename "$f" .progress.json); s=inactive; '
+            f'{running("$u")} && s=active; echo "$s $(cat "$f")"; done; true'
         )
 
     def process(self, output):

@@ -19,7 +19,7 @@ from pyinfra.api import (
 from pyinfra.facts.server import Command
 
 from .. import hub, progress
-from ..boxcli import systemd_run, tool_command, transient
+from ..boxcli import running, systemd_run, tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from .secrets import SECRETS_DIR, secret_path
 
@@ -93,7 +93,7 @@ class Fetch:
         )
         run = f"{unit} /bin/sh -c {shlex.quote(script)}"
         q = shlex.quote
-        skip = f"systemctl is-active -q {q(self.unit)}"
+        skip = running(self.unit)
         if keep_finished:
             skip += f' || [ "$(cat {q(self.rc)} 2>/dev/null)" = "0 {self.ckpt.commit}" ]'
         take = f"umask 077 && cat > {q(self.token_file)} && umask 022 && " if token else ""
@@ -125,20 +125,20 @@ def wait_for_fetch(host, unit: str, progress_path: str) -> None:
     while True:
         out = host.get_fact(
             Command,
-            command=f"systemctl is-active {shlex.quote(unit)} 2>/dev/null; "
+            command=f"if {running(unit)}; then echo running; else echo ended; fi; "
             f"cat {shlex.quote(progress_path)} 2>/dev/null; true",
         )
         lines = (out or "").splitlines()
-        running = bool(lines) and lines[0].strip() in ("active", "activating", "reloading")
+        going = bool(lines) and lines[0].strip() == "running"
         try:
             rec = json.loads(lines[1]) if len(lines) > 1 else None
         except ValueError:
             rec = None
         now = time.monotonic()
-        if rec and (not running or last is None or now - last >= progress.PRINT_EVERY_S):
+        if rec and (not going or last is None or now - last >= progress.PRINT_EVERY_S):
             logger.info(f"[{host.name}] download {progress.line(rec)}")
             last = now
-        if not running:
+        if not going:
             return
         time.sleep(progress.POLL_S)
 

@@ -9,7 +9,7 @@ from pyinfra import host
 from pyinfra.api import OperationError, operation
 from pyinfra.facts.server import Command
 
-from ..boxcli import systemd_run
+from ..boxcli import running, systemd_run
 from ..facts import memo
 from ..facts.docker import DockerEngine, DockerImage
 
@@ -50,7 +50,7 @@ def image_present(ref: str):
         return
     # After image_pull_started's pull (if any) ended: a finished one leaves one manifest check to
     # do here; a failed one is tried once more, its error shown.
-    wait = f"while systemctl is-active -q {PULL_UNIT}; do sleep 2; done"
+    wait = f"while {running(PULL_UNIT)}; do sleep 2; done"
     yield f"{wait}; docker pull -q {shlex.quote(ref)}"
 
 
@@ -81,12 +81,12 @@ def image_pull_started(ref: str):
     """
     if _present(ref):
         return
-    pulling = host.get_fact(Command, command=f"systemctl is-active {PULL_UNIT} || true")
-    if pulling == "active":
+    pulling = host.get_fact(Command, command=f"{running(PULL_UNIT)} && echo running || true")
+    if pulling == "running":
         host.noop(f"{ref}: the pull started earlier still runs ({PULL_UNIT})")
         return
     pull = f"{systemd_run(PULL_UNIT)} docker pull -q {shlex.quote(ref)}"
-    yield f"systemctl is-active -q {PULL_UNIT} || {pull}"
+    yield f"{running(PULL_UNIT)} || {pull}"
 
 
 ENGINE_PACKAGES = ("docker-ce", "docker.io", "moby-engine", "docker-engine")
