@@ -483,13 +483,14 @@ def test_one_run_asking_twice_at_once_holds_the_lock_at_once(tmp_path):
     import sys
     import time
 
+    from laguna_kit.boxtools.lock import alive
     from laguna_kit.settings import KIT_ROOT
 
     path, info = str(tmp_path / "deploy.lock"), str(tmp_path / "deploy.lock.json")
     held = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(held, fcntl.LOCK_EX)  # the moment between one ask taking it and saying so
     # each `sh` plays a connection of the run: it lives on after its ask
-    script = f"{sys.executable} -c '{ACQUIRE}' {path} {info} 'me@here pyinfra pid 1'; sleep 60"
+    script = f"{sys.executable} -c '{ACQUIRE}' {path} {info} 'me@here pyinfra pid 1'; exec sleep 60"
     asks = [
         subprocess.Popen(["sh", "-c", script], cwd=KIT_ROOT, stdout=subprocess.PIPE, text=True)
         for _ in range(2)
@@ -511,14 +512,6 @@ def test_one_run_asking_twice_at_once_holds_the_lock_at_once(tmp_path):
             a.kill()
             a.wait()
     deadline = time.monotonic() + 10  # both connections are gone: the lock frees itself
-    while time.monotonic() < deadline and pid_alive(record["pid"]):
+    while time.monotonic() < deadline and alive(record["pid"]):
         time.sleep(0.2)
-    assert not pid_alive(record["pid"])
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+    assert not alive(record["pid"])
