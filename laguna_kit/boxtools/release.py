@@ -11,7 +11,8 @@
     laguna_release.py stop                stop serving (the unit stays installed)
     laguna_release.py drain               the fleet router sends this box nothing new (an
                                           operator's drain: only `undrain` ends it)
-    laguna_release.py undrain             the router may send it requests again
+    laguna_release.py undrain [--kit]     the router may send it requests again (--kit: only if
+                                          the kit drained it)
 
 In a fleet with a router (router-agent.json present), every restart is drained first: the box's
 agent answers "drain" (router-drain exists), the release manager waits for the router to ask twice
@@ -456,7 +457,8 @@ def main(argv=None) -> int:
     sub.add_parser("install-incoming")
     sub.add_parser("stop")
     sub.add_parser("drain")
-    sub.add_parser("undrain")
+    und = sub.add_parser("undrain")
+    und.add_argument("--kit", action="store_true", help="only the kit's drain")
     act = sub.add_parser("activate")
     act.add_argument("number", type=int)
     rb = sub.add_parser("rollback")
@@ -486,6 +488,8 @@ def main(argv=None) -> int:
                 raise ReleaseError(f"no fleet router here (no {ROUTER_AGENT}): nothing to drain")
             rel.drain("drained by an operator", by="operator")
             print("drained: the fleet router sends this box nothing new; running requests ended")
+        elif args.cmd == "undrain" and args.kit:
+            rel.undrain()
         elif args.cmd == "undrain":
             rel.undrain(by="operator")
             print("undrained: the fleet router sends this box requests again (when /health passes)")

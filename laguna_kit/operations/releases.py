@@ -115,6 +115,16 @@ def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
         and since is not None
         and since <= gate.get("started_unix", 0)
     ):
+        drain = st.get("drain") or {}
+        if drain and drain.get("by") != "operator":
+            # A run cut between its drain and its restart (Ctrl-C while requests ended) left the
+            # box out of the router's rotation, serving a release that passed.
+            logger.warning(
+                f"{host.name}: drained at the fleet router by an interrupted run "
+                f"({drain.get('reason')}), and release {current} passed the gate: undraining"
+            )
+            yield release_command(kit_dir, unit, "undrain", "--kit")
+            return
         host.noop(f"release {current} passed the gate at {gate.get('time')}")
         return
     # On the box, in a unit of its own: a dropped connection cannot leave a failed release serving.

@@ -459,6 +459,14 @@ def test_a_failed_gate_stays_drained_and_an_operators_drain_outlives_a_deploy(fl
     assert fleet_box.drained() is None
 
 
+def test_undrain_kit_ends_a_drain_a_cut_run_left_not_an_operators(fleet_box):
+    cli = ["--kit-dir", fleet_box.kit_dir, "undrain", "--kit"]
+    fleet_box.mark_drained("release 2 starting")  # a run cut between its drain and its restart
+    assert release.main(cli) == 0 and fleet_box.drained() is None
+    fleet_box.mark_drained("maintenance", by="operator")
+    assert release.main(cli) == 0 and fleet_box.drained()["by"] == "operator"
+
+
 def test_without_a_router_nothing_is_drained(box):
     incoming(box)
     box.install_incoming()
