@@ -1,7 +1,7 @@
 """GPU inventory: parsing real nvidia-smi / sysfs output and judging it against what the recipe
 needs.
 
-Pure functions, tested against output captured from a real GPU (shared/fixtures/nvidia-smi/).
+Pure functions, tested against output captured from a real GPU (tests/data/nvidia-smi/).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-# The field order of the real capture in shared/fixtures/nvidia-smi/*/query-gpu.csv.
+# The field order of the real capture in tests/data/nvidia-smi/*/query-gpu.csv.
 QUERY_FIELDS = (
     "index,name,memory.total,memory.used,memory.free,driver_version,pci.bus_id,uuid,compute_cap"
 )

@@ -105,7 +105,7 @@ def checked_names(repo: str, source: str, paths: list) -> None:
 
 def network_errors() -> tuple[type[BaseException], ...]:
     """What a failed request raises: huggingface_hub 2.x uses httpx2, whose errors are not
-    OSError (REALWORLD.md §6); older clients use httpx or requests (OSError)."""
+    OSError (huggingface_hub 2.4.0's source); older clients use httpx or requests (OSError)."""
     found: list[type[BaseException]] = [OSError]
     for module in ("httpx2", "httpx"):
         try:

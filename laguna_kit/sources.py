@@ -1,7 +1,7 @@
 """Where the kit's packages come from, per distribution (its os-release), as data.
 
 One table for the NVIDIA driver (DRIVERS), one list for the container toolkit, one rule for
-Tailscale's repository. Facts behind them, with sources, in ../shared/REALWORLD.md §2-4:
+Tailscale's repository. The facts behind them and their sources:
 - Debian 12 has no R580 driver (bookworm and its backports stop at 535): it comes from NVIDIA's
   CUDA repository for debian12, with NVIDIA's branch-pinning package installed before the driver
   (NVIDIA Driver Installation Guide, "Version locking"). The package names follow Debian's own

@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 .venv/bin/python -m pytest -q tests/unit
-exec .venv/bin/python -m pytest --ignore=tests/unit "$@"
+# The 15 slowest tests are printed at the end, so the tier's growth shows in every run.
+exec .venv/bin/python -m pytest --ignore=tests/unit --durations=15 "$@"

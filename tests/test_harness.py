@@ -16,7 +16,7 @@ from tests.harness import sandbox as sandboxmod
 from tests.harness import servers, standin_hub
 from tests.harness.errors import HarnessError
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "nvidia-smi" / "h200-x1"
+FIXTURES = Path(__file__).resolve().parent / "data" / "nvidia-smi" / "h200-x1"
 
 
 def test_box_runs_systemd_sshd_and_nftables(make_box):

@@ -34,7 +34,7 @@ from .errors import HarnessError
 
 HERE = Path(__file__).parent / "standin_nvidia"
 # driver branch -> (version, the CUDA version its nvidia-smi reports): 580 is CUDA 13.0 (a real
-# 580.159.04 machine reports 13.0: shared/fixtures/nvidia-smi); 590 reports 13.1 (derived).
+# 580.159.04 machine reports 13.0: tests/data/nvidia-smi); 590 reports 13.1 (derived).
 BRANCHES = {"580": ("580.95.05", "13.0"), "590": ("590.48.01", "13.1")}
 TOOLKIT_VERSIONS = [settings.defaults()["nvidia_toolkit_version"], "1.18.0-1"]
 LIBDIR = "usr/lib/x86_64-linux-gnu"
@@ -266,7 +266,7 @@ def build_toolkit_repo(out: Path, work: Path) -> None:
 
 def unpackaged_driver(root: Path, version: str, cuda: str, work: Path) -> None:
     """A working driver that no package installed, laid out as the real sample
-    (shared/fixtures/nvidia-smi/h200-x1/unpackaged-driver-ubuntu2404.txt): programs in
+    (tests/data/nvidia-smi/h200-x1/unpackaged-driver-ubuntu2404.txt): programs in
     /usr/local/nvidia/bin, libraries in /usr/local/nvidia/lib64 known to ldconfig, already
     loaded."""
     base = root / "usr/local/nvidia"

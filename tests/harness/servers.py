@@ -144,8 +144,9 @@ def _wait_http(url: str, timeout: float, what: str) -> None:
 
 
 # The CUDA variables of vLLM's unsuffixed images (CUDA 13 base since vllm-project/vllm#39878; the
-# exact minor of v0.25.1 is not confirmed: REALWORLD.md §1). NVIDIA_REQUIRE_CUDA has the shape of
-# NVIDIA's CUDA images: a cuda>= clause and brand clauses, none of them for GeForce.
+# exact minor of v0.25.1 is not confirmed, so the kit reads it from the image, never hard-coded).
+# NVIDIA_REQUIRE_CUDA has the shape of NVIDIA's CUDA images: a cuda>= clause and brand clauses,
+# none of them for GeForce.
 IMAGE_ENV = {
     "CUDA_VERSION": "13.0.1",
     "NVIDIA_REQUIRE_CUDA": "cuda>=13.0 brand=unknown,driver>=535,driver<536 "
@@ -196,6 +197,12 @@ def ensure_standin_image() -> None:
         _check(docker + ["push", "-q", target])
     tar_path.unlink()
     stamp.write_text(f"{ref} {digest}\n")
+
+
+def standin_image_stamp() -> str:
+    """Which stand-in image the registry holds (written by ensure_standin_image)."""
+    stamp = cache_dir() / "registry" / ".standin-image"
+    return stamp.read_text() if stamp.exists() else ""
 
 
 def _registry_has(repo: str, tag: str) -> bool:

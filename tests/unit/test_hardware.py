@@ -1,5 +1,5 @@
 """laguna_kit/hardware.py on output captured from a real GPU
-(shared/fixtures/nvidia-smi/h200-x1)."""
+(tests/data/nvidia-smi/h200-x1)."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 
 from laguna_kit import hardware
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nvidia-smi" / "h200-x1"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "nvidia-smi" / "h200-x1"
 
 
 def test_query_fields_are_the_captured_ones():

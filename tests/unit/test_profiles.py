@@ -9,7 +9,7 @@ import pytest
 
 from laguna_kit import profiles, settings
 
-SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "champion-facts.md"
+SEED = Path(__file__).resolve().parents[1] / "data" / "champion-facts.md"
 
 
 def knobs(**over):

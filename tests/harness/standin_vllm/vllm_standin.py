@@ -57,7 +57,7 @@ MODEL = ARGS["model"] or FLAGS.get("model")
 SERVED = FLAGS.get("served-model-name", MODEL)
 MAX_LEN = int(FLAGS.get("max-model-len", 262144))
 SPEC = json.loads(FLAGS["speculative-config"]) if "speculative-config" in FLAGS else None
-# Reasoning as vLLM's parser returns it (REALWORLD.md §5, vllm reasoning parsers): with
+# Reasoning as vLLM's parser returns it (vllm-project/vllm's reasoning parsers): with
 # --reasoning-parser and enable_thinking on (the recipe's --default-chat-template-kwargs), the text
 # before the end-of-thinking marker goes to message.reasoning (the old reasoning_content name is
 # gone) and message.content is null when max_tokens runs out inside the thinking.
