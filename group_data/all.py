@@ -1,5 +1,6 @@
 # The kit's knobs: every version, path, port and flag the deploy uses is defined here, once.
-# Values are the upstream recipe's measured ones (tests/data/champion-facts.md, with its source); each line says why.
+# Values are the upstream recipe's measured ones (tests/data/champion-facts.md, with its
+# source); each line says why.
 # Override per host in your hosts file ([host.data]) or with `pyinfra --data key=value`.
 # One section per task file (tasks/<name>.py), in deploy.py's order.
 #

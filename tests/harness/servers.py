@@ -199,12 +199,6 @@ def ensure_standin_image() -> None:
     stamp.write_text(f"{ref} {digest}\n")
 
 
-def standin_image_stamp() -> str:
-    """Which stand-in image the registry holds (written by ensure_standin_image)."""
-    stamp = cache_dir() / "registry" / ".standin-image"
-    return stamp.read_text() if stamp.exists() else ""
-
-
 def _registry_has(repo: str, tag: str) -> bool:
     try:
         req = urllib.request.Request(
