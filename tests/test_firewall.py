@@ -115,37 +115,46 @@ def test_rules_and_tailnet_survive_a_reboot(guarded, deploy):
 
 class OffTailnetProbe:
     """Real SYNs from this machine (off the tailnet) to the box's ordinary addresses, every 0.2 s
-    in a thread, for as long as a deploy or a drill runs: any answer is recorded."""
+    for each address and port (a thread each, so a dropped SYN's wait does not thin the others'
+    samples), for as long as a deploy or a drill runs: any answer is recorded. `samples` counts
+    the rounds every target has had."""
 
     def __init__(self, b, ports=(8080,)):
         import threading
 
         self.targets = [(a, p) for a in (b.address, b.address6) for p in ports]
         self.answered: list[tuple[str, int]] = []
-        self.samples = 0
+        self._rounds = dict.fromkeys(self.targets, 0)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._threads = [
+            threading.Thread(target=self._run, args=(t,), daemon=True) for t in self.targets
+        ]
 
-    def _run(self):
+    @property
+    def samples(self) -> int:
+        return min(self._rounds.values())
+
+    def _run(self, target):
         import socket
 
         while not self._stop.is_set():
-            for address, port in self.targets:
-                try:
-                    with socket.create_connection((address, port), timeout=0.3):
-                        self.answered.append((address, port))
-                except OSError:
-                    pass
-            self.samples += 1
+            try:
+                with socket.create_connection(target, timeout=0.3):
+                    self.answered.append(target)
+            except OSError:
+                pass
+            self._rounds[target] += 1
             self._stop.wait(0.2)
 
     def __enter__(self):
-        self._thread.start()
+        for t in self._threads:
+            t.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join()
+        for t in self._threads:
+            t.join()
 
 
 def test_unconfirmed_rules_revert_to_the_previous_table_never_to_none(guarded):
