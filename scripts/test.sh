@@ -6,5 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 .venv/bin/python -m pytest -q tests/unit
-# The 15 slowest tests are printed at the end, so the tier's growth shows in every run.
-exec .venv/bin/python -m pytest --ignore=tests/unit --durations=15 "$@"
+# The harness tier in parallel: its tests mostly wait (boots, reboots, installs, gates), so several
+# workers share the two cores; each has its own servers, boxes and tailnet (tests/harness/paths.py),
+# and tests that share a served box or a fleet stay on one worker (tests/conftest.py).
+# LAGUNA_HARNESS_WORKERS=0 runs it in this one process. The 15 slowest tests are printed at the
+# end, so the tier's growth shows in every run.
+workers="${LAGUNA_HARNESS_WORKERS:-3}"
+parallel=()
+if [ "$workers" != 0 ]; then
+  parallel=(-n "$workers" --dist loadgroup)
+fi
+exec .venv/bin/python -m pytest --ignore=tests/unit --durations=15 "${parallel[@]}" "$@"

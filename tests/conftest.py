@@ -14,6 +14,22 @@ from tests.harness.sandbox import Sandbox  # noqa: E402
 RTX_3090 = boxmod.RTX_3090
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks
+def pytest_collection_modifyitems(config, items):
+    """In a parallel run (scripts/test.sh: pytest-xdist, --dist loadgroup) the tests that share a
+    module-scoped fixture (a served box, a fleet) go to one worker together, in file order; every
+    other test goes wherever a worker is free. xdist hands out the biggest groups first."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = sorted(
+            name
+            for name, defs in (info.name2fixturedefs.items() if info else ())
+            if defs and defs[-1].scope == "module"
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))
+
+
 @pytest.fixture(scope="session")
 def sandbox():
     sb = Sandbox().start()

@@ -29,9 +29,10 @@ from pathlib import Path
 
 from . import rootfs
 from .errors import HarnessError
-from .paths import cache_dir, run_dir
+from .paths import cache_dir, run_dir, tag
 
-TAILNET_NS = "lgk-tailnet"
+# The other tailnet nodes: one namespace per worker of a parallel run (each its own tailnet).
+TAILNET_NS = tag("lgk-tailnet")
 TAILNET_PEER_V4 = "100.100.0.1"
 TAILNET_PEER_V6 = "fd7a:115c:a1e0::1"
 
@@ -330,10 +331,28 @@ class Box:
             f"--bind-ro={self.state_dir / 'pci'}:/sys/bus/pci/devices",
         ]
         # Exit 133 means the box asked to reboot: start it again, as systemd-nspawn@.service does.
+        # Each boot in a cgroup of its own (a reboot's new payload cannot meet the old one's
+        # trimming); a start that fails within seconds (nspawn's "Failed to attach ... to compat
+        # systemd cgroup .../payload", seen with three workers rebooting boxes at once) is tried
+        # again, up to 3 times.
+        # Boots one at a time on this machine, until the box's sshd listens: the boxes' systemd
+        # share the host's cgroup tree (--bind=/sys/fs/cgroup, for Docker inside), and boxes
+        # booting together removed each other's unit cgroups ("Failed to attach to cgroup
+        # /system.slice/...": units failed with 219/CGROUP, a box did not come back from a reboot).
+        booted = (
+            f"for i in $(seq 1 240); do ip netns exec {self.netns} ss -Hltn "
+            f"'sport = :{self.ssh_port}' 2>/dev/null | grep -q . && break; "
+            "kill -0 $child 2>/dev/null || break; sleep 0.25; done"
+        )
         loop = (
-            f'trap "kill -TERM \\$child 2>/dev/null; wait \\$child; exit 0" TERM; '
-            f"while :; do {' '.join(nspawn)} & child=$!; wait $child; rc=$?; "
-            f"[ $rc -eq 133 ] || exit $rc; done"
+            f'trap "kill -TERM \\$child 2>/dev/null; wait \\$child; exit 0" TERM; boot=0; tries=0; '
+            f"exec 9>>{BOOT_LOCK}; "
+            f"while :; do boot=$((boot + 1)); {_own_cgroup(self.name, '$boot')}"
+            f"start=$SECONDS; flock -w 300 9; {' '.join(nspawn)} & child=$!; {booted}; "
+            "flock -u 9; wait $child; rc=$?; "
+            f"if [ $rc -eq 133 ]; then tries=0; continue; fi; "
+            f"if [ $rc -ne 0 ] && [ $((SECONDS - start)) -lt 10 ] && [ $tries -lt 3 ]; then "
+            f"tries=$((tries + 1)); sleep 1; continue; fi; exit $rc; done"
         )
         env = dict(os.environ, SYSTEMD_SECCOMP="0")
         with self.log.open("ab") as fh:
@@ -434,6 +453,31 @@ class Box:
         self.supervisor = None
         pid_file.unlink(missing_ok=True)
 
+    def power_cut(self) -> None:
+        """Every process of the box killed at once (SIGKILL), as a power cut leaves a server;
+        `start()` boots it again on the same disk."""
+        pids = sh("ip", "netns", "pids", self.netns, check=False).stdout.split()
+        if self.supervisor:
+            try:
+                os.killpg(self.supervisor.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 20
+        while (
+            time.monotonic() < deadline
+            and sh("ip", "netns", "pids", self.netns, check=False).stdout.split()
+        ):
+            time.sleep(0.1)
+        if self.supervisor:
+            self.supervisor.wait(10)
+        self.supervisor = None
+        (self.state_dir / "supervisor.pid").unlink(missing_ok=True)
+
     def destroy(self) -> None:
         """Stop the box and remove every trace: processes, mounts, namespace, links, overlay."""
         self.stop()
@@ -447,8 +491,42 @@ class Box:
         sh("ip", "link", "del", f"lgk{self.number}", check=False)
         sh("ip", "-n", TAILNET_NS, "link", "del", f"ts{self.number}", check=False)
         _umount_tree(self.root)
+        _remove_cgroup(self.name)
         shutil.rmtree(self.state_dir, ignore_errors=True)
         shutil.rmtree(self.root.parent, ignore_errors=True)
+
+
+# On a hybrid cgroup host (the legacy name=systemd hierarchy beside the unified one, no systemd
+# as PID 1) systemd-nspawn --keep-unit puts each box's payload in <its own cgroup>/payload; boxes
+# started from one process shared "/payload", and one box stopping while another started removed
+# it under the other ("Failed to attach ... to compat systemd cgroup //payload"). Each box's
+# supervisor moves into a cgroup of its own first. (On a cgroup2-only host nothing is moved.)
+BOOT_LOCK = Path(os.environ.get("LAGUNA_HARNESS_RUN", "/run/laguna-kit-harness")) / "boot.lock"
+CGROUP_HIERARCHIES = ("/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified")
+CGROUP_PARENT = "laguna-harness"
+
+
+def _own_cgroup(name: str, boot: str) -> str:
+    return "".join(
+        f"if [ -w {h}/cgroup.procs ]; then mkdir -p {h}/{CGROUP_PARENT}/{name}/boot{boot} && "
+        f"echo $$ > {h}/{CGROUP_PARENT}/{name}/boot{boot}/cgroup.procs; fi; "
+        for h in CGROUP_HIERARCHIES
+    )
+
+
+def _remove_cgroup(name: str) -> None:
+    for h in CGROUP_HIERARCHIES:
+        top = Path(h, CGROUP_PARENT, name)
+        if top.is_dir():
+            for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass
+            try:
+                top.rmdir()
+            except OSError:
+                pass
 
 
 def _alive(pid: int) -> bool:

@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import HarnessError
-from .paths import cache_dir
+from .paths import build_lock, cache_dir
 
 SUITE = "bookworm"
 
@@ -68,6 +68,13 @@ def _debootstrap(dest: Path, packages: list[str]) -> Path:
     done."""
     if (dest / ".complete").exists():
         return dest
+    with build_lock():
+        return _debootstrap_locked(dest, packages)
+
+
+def _debootstrap_locked(dest: Path, packages: list[str]) -> Path:
+    if (dest / ".complete").exists():  # another worker built it while this one waited
+        return dest
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -96,6 +103,13 @@ def distro_debs() -> Path:
     of it."""
     base = box_rootfs()
     dest = cache_dir() / f"debs-{_key(SUITE, BOX_PACKAGES, DISTRO_DEBS)}"
+    if (dest / ".complete").exists():
+        return dest
+    with build_lock():
+        return _distro_debs_locked(base, dest)
+
+
+def _distro_debs_locked(base: Path, dest: Path) -> Path:
     if (dest / ".complete").exists():
         return dest
     work = cache_dir() / "debs-chroot.partial"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import box as boxmod
 from .errors import HarnessError
-from .paths import cache_dir, run_dir
+from .paths import box_numbers, cache_dir, run_dir, tag, worker
 from .servers import HUB_TOKEN, Servers
 
 SANDBOX_HOSTS = run_dir() / "sandbox-hosts.toml"
@@ -101,8 +101,9 @@ class Sandbox:
 
     def add_box(self, name: str | None = None, **kw) -> boxmod.Box:
         used = {b.number for b in self.boxes}
-        number = next(n for n in range(1, 201) if n not in used)
-        b = boxmod.Box(name or f"box{number}", number, **kw)
+        number = next(n for n in box_numbers() if n not in used)
+        # A worker's box names are its own (namespaces and state folders are named after them).
+        b = boxmod.Box(tag(name or f"box{number}"), number, **kw)
         b.create(self.servers.urls(b))
         self.boxes.append(b)
         return b
@@ -183,9 +184,12 @@ class Sandbox:
 
 def cleanup_stale() -> None:
     """Remove boxes left by a run that was killed: their processes, mounts, namespaces, overlays.
+    A worker of a parallel run removes only its own (named with its tag); a run that is not
+    parallel removes every one.
 
     Deleting a box's namespace destroys its veth ends and so their peers, whatever its number was.
     """
+    mine = (lambda name: name.endswith(f"-{worker()}")) if worker() else (lambda name: True)
     names = {
         ns.split()[0][4:]
         for ns in boxmod.sh("ip", "netns", "list").stdout.splitlines()
@@ -193,6 +197,7 @@ def cleanup_stale() -> None:
     }
     boxes_dir = cache_dir() / "boxes"
     names |= {p.name for p in boxes_dir.glob("*")} if boxes_dir.exists() else set()
+    names = {name for name in names if mine(name)}
     for name in sorted(names):
         boxmod.Box(name, 0).destroy()
     registry_pid = run_dir() / "registry.pid"

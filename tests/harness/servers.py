@@ -24,11 +24,14 @@ from pathlib import Path
 
 from . import aptrepo, rootfs, standin_hub
 from .errors import HarnessError
-from .paths import cache_dir, run_dir
+from .paths import build_lock, cache_dir, run_dir, slot, worker
 
-PACKAGE_PORT = 18481
-HUB_PORT = 18482
-REGISTRY_PORT = 18483
+# Each worker of a parallel run has servers of its own (a hub's rate, faults and counters are a
+# test's to set), ten ports apart and apart from a run that is not parallel.
+_OFFSET = 10 * (slot() + 1) if worker() else 0
+PACKAGE_PORT = 18481 + _OFFSET
+HUB_PORT = 18482 + _OFFSET
+REGISTRY_PORT = 18483 + _OFFSET
 HUB_TOKEN = "hf_standinHarnessToken0123456789abcdef"
 STANDIN_VLLM = Path(__file__).parent / "standin_vllm" / "vllm_standin.py"
 
@@ -55,7 +58,8 @@ class Servers:
         self.registry: subprocess.Popen | None = None
 
     def start(self) -> "Servers":
-        self.package_root = aptrepo.build()
+        with build_lock():
+            self.package_root = aptrepo.build()
         handler = functools.partial(_QuietHandler, directory=str(self.package_root))
         self.package_server = ThreadingHTTPServer(("0.0.0.0", PACKAGE_PORT), handler)
         self.package_server.daemon_threads = True
@@ -66,7 +70,8 @@ class Servers:
             "0.0.0.0", HUB_PORT, standin_hub.default_repos(HUB_TOKEN)
         )
         self._start_registry()
-        ensure_standin_image()
+        with build_lock():  # the registry's storage is shared: one worker pushes, once
+            ensure_standin_image()
         return self
 
     def _start_registry(self) -> None:
@@ -108,6 +113,8 @@ class Servers:
             "nvidia_repo": f"{base}:{PACKAGE_PORT}/nvidia/stable/deb",
             "nvidia_key": f"{base}:{PACKAGE_PORT}/nvidia/gpgkey",
             "cuda_repo": f"{base}:{PACKAGE_PORT}/cuda/repos",
+            # the same repository in its other possible shape (nvidia_repos.CUDA_SHAPES)
+            "cuda_repo_bundled": f"{base}:{PACKAGE_PORT}/cuda-bundled/repos",
             "tailscale_pkgs": f"{base}:{PACKAGE_PORT}/tailscale/stable",
             "pip_index": f"{base}:{PACKAGE_PORT}/pypi/simple",
             "hf_endpoint": f"{base}:{HUB_PORT}",
