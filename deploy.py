@@ -4,8 +4,10 @@
 # hosts file) runs the ones that keep it on the tailnet, then tasks/router.py.
 from pyinfra import host
 
-from laguna_kit import fleet, steps
+from laguna_kit import fleet, knobtypes, steps
 
+# Every knob typed (hosts file, group data and --data alike) before anything is planned with it.
+knobtypes.refuse_bad(host)
 gpu = "gpu" in fleet.roles(host)
 router = "router" in fleet.roles(host)
 

@@ -25,6 +25,7 @@ nvidia_driver_branch = "580"  # R580: the v0.25.1 image is CUDA 13 (driver >= 58
 nvidia_driver_open = False  # the open kernel modules instead of the proprietary ones (an RTX 3090 works with both at R580)
 nvidia_driver_replace = False  # install the kit's driver over a working one too old for the image (else the pre-flight refuses, naming both)
 nvidia_allow_reboot = False  # a driver install needs a reboot; the kit reboots only when you allow it
+nvidia_reboot_timeout_s = 600  # how long the reboot after the driver may take: servers with many GPUs can POST for minutes
 nvidia_cuda_repo = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA's CUDA repository: Debian 12's only source of R580 (laguna_kit/sources.py)
 
 # --- container_toolkit: NVIDIA Container Toolkit -----------------------------------------------
@@ -158,4 +159,5 @@ ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack 
 gate_max_tokens = 32  # the recipe's gate generation length
 gate_timeout_s = 300  # the recipe's gate client timeout
 dflash_min_acceptance = 0.2  # far below a matched drafter; a mismatched one accepted 0 of 8,449 drafts
+keep_releases = 3  # after a passing gate, older releases go, with the images and checkpoint revisions only they used (the current one and the rollback target always stay)
 skip_validation = False  # only for debugging a box: a deploy without the gate proves nothing

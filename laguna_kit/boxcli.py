@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import socket
+import uuid
 from pathlib import Path
 
 BOXTOOLS = Path(__file__).resolve().parent / "boxtools"
@@ -24,8 +25,10 @@ BOX_TOOLS = {
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 
 
-# Who holds a box's deploy lock: this control machine's run (named in another run's refusal).
-LOCK_HOLDER = f"{getpass.getuser()}@{socket.gethostname()} pyinfra pid {os.getpid()}"
+# Who holds a box's deploy lock: this control machine's run (named in another run's refusal). The
+# run id tells apart two control machines of the same host name whose runs have the same pid.
+_RUN_ID = uuid.uuid4().hex[:12]
+LOCK_HOLDER = f"{getpass.getuser()}@{socket.gethostname()} pyinfra pid {os.getpid()} run {_RUN_ID}"
 
 
 def package_files() -> list[tuple[str, str]]:

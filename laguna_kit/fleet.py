@@ -11,6 +11,7 @@ tailnet yet) gives None, and its user keeps what it has.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 
@@ -33,6 +34,37 @@ def gpu_hosts(inventory) -> list:
     return [h for h in inventory if "gpu" in roles(h)]
 
 
+# Tailscale's address ranges (its CGNAT range and its IPv6 ULA prefix): a tailnet address is in
+# one of them, whatever a box's `tailscale status` says.
+TAILNET_RANGES = (
+    ipaddress.ip_network("100.64.0.0/10"),
+    ipaddress.ip_network("fd7a:115c:a1e0::/48"),
+)
+
+
+def tailnet_addresses(status: dict, who: str) -> list[str]:
+    """The TailscaleIPs of a `tailscale status --json`, each parsed as an address in the tailnet's
+    ranges (IPv4 first), as their canonical text; anything else is refused, naming `who`: a box
+    whose root is compromised could answer with text that would become rules or configuration."""
+    raw = (status.get("Self") or {}).get("TailscaleIPs") or []
+    if not isinstance(raw, list):
+        raise OperationError(f"{who}: tailscale status gave TailscaleIPs {raw!r}: not a list")
+    out = []
+    for value in raw:
+        try:
+            address = ipaddress.ip_address(value) if isinstance(value, str) else None
+        except ValueError:
+            address = None
+        if address is None or not any(address in net for net in TAILNET_RANGES):
+            raise OperationError(
+                f"{who}: its tailscale status gave {value!r} as a tailnet address: not an address "
+                f"in {' or '.join(map(str, TAILNET_RANGES))}; refusing it (is this host what it "
+                "claims to be?)"
+            )
+        out.append(address)
+    return [str(a) for a in sorted(set(out), key=lambda a: (a.version, a))]
+
+
 def tailnet_ips(other) -> list[str] | None:
     """`other`'s tailnet addresses now (IPv4 first), or None when this run cannot tell."""
     try:
@@ -42,8 +74,7 @@ def tailnet_ips(other) -> list[str] | None:
         return None
     if st.get("BackendState") != "Running":
         return None
-    ips = list((st.get("Self") or {}).get("TailscaleIPs") or [])
-    return sorted(ips, key=lambda a: (":" in a, a)) or None
+    return tailnet_addresses(st, other.name) or None
 
 
 def server_name(host_name: str) -> str:
@@ -58,17 +89,35 @@ def max_seqs(data) -> int:
     return int(profile.get("max_num_seqs") or 256)
 
 
+def key_problem(key: str) -> str | None:
+    """Why `key` is too weak to guard the fleet (None: strong enough). A key needs 128 bits: 32 hex
+    characters, or 22 of the base64url alphabet, or 22 printable ones; and a key of few distinct
+    characters (a repeated word) is refused whatever its length."""
+    if not re.fullmatch(r"[\x21-\x7e]+", key):
+        return "holds spaces or control characters"
+    if re.fullmatch(r"[0-9a-fA-F]+", key):
+        need = 32
+    else:
+        need = 22
+    if len(key) < need:
+        return f"has {len(key)} characters, fewer than {need} (128 bits)"
+    if len(set(key)) < 12:
+        return f"has only {len(set(key))} distinct characters (a word repeated?)"
+    return None
+
+
 def api_keys(env_name: str, file_path: str, environ=os.environ) -> list[str]:
     """The fleet's API keys from the control machine: the env var (comma or space separated) and
-    the file (one per line, # comments); refused when there are none."""
+    the file (one per line; a line starting with # is a comment, a # inside a key is part of it);
+    refused when there are none or one is weak."""
     keys = re.split(r"[\s,]+", environ.get(env_name, "").strip()) if env_name else []
     if file_path:
         path = os.path.expanduser(file_path)
         try:
             with open(path) as fh:
                 for line in fh:
-                    line = line.split("#", 1)[0].strip()
-                    if line:
+                    line = line.strip()
+                    if line and not line.startswith("#"):
                         keys.append(line)
         except OSError as exc:
             raise OperationError(f"router_api_keys_file {path}: {exc.strerror}") from None
@@ -79,11 +128,11 @@ def api_keys(env_name: str, file_path: str, environ=os.environ) -> list[str]:
             "machine (or router_api_keys_file); without one the fleet would answer anyone on "
             "the tailnet"
         )
-    bad = [i for i, k in enumerate(keys) if len(k) < 16 or not re.fullmatch(r"[\x21-\x7e]+", k)]
+    bad = [why for why in map(key_problem, keys) if why]
     if bad:
         raise OperationError(
-            f"{len(bad)} API key(s) from {env_name or file_path} are shorter than 16 characters "
-            "or hold spaces or control characters: use long random keys (openssl rand -hex 24)"
+            f"{len(bad)} API key(s) from {' and '.join(x for x in (env_name, file_path) if x)} "
+            f"are too weak (one {bad[0]}): use long random keys (openssl rand -hex 24)"
         )
     return keys
 

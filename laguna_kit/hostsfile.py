@@ -20,8 +20,11 @@ Errors name the file, the host and the field, before any host is contacted: a mi
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
+
+from . import knobtypes
 
 CONNECTION_FIELDS = {
     "name": str,
@@ -36,6 +39,10 @@ CONNECTION_FIELDS = {
     "roles": list,
 }
 ROLES = ("gpu", "router")
+# A host's name goes into nft files, haproxy.cfg and log lines; its address and user into SSH.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
+ADDRESS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}|[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
+USER_RE = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 
 
 class HostsFileError(ValueError):
@@ -85,7 +92,22 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
             )
         if "address" not in entry:
             raise HostsFileError(f"{where}: missing 'address'")
+        for key, shape, what in (
+            ("address", ADDRESS_RE, "a host name or IP address"),
+            ("name", NAME_RE, "a name of letters, digits, . _ : - (at most 63)"),
+            ("user", USER_RE, "a user name"),
+            ("sudo_user", USER_RE, "a user name"),
+        ):
+            if key in entry and not shape.fullmatch(entry[key]):
+                raise HostsFileError(f"{where}: {key} {entry[key]!r} is not {what}")
+        for key in ("key", "known_hosts"):
+            if key in entry and knobtypes.NO_CONTROL(entry[key]):
+                raise HostsFileError(f"{where}: {key} {entry[key]!r} holds a control character")
         name = entry.get("name", entry["address"])
+        if not NAME_RE.fullmatch(name):
+            raise HostsFileError(
+                f"{where}: the address {name!r} cannot be the host's name: give it a name"
+            )
         if name in seen:
             raise HostsFileError(f"{where}: duplicate host name {name!r}")
         seen.add(name)
@@ -143,6 +165,9 @@ def _check_knobs(where: str, data: dict) -> None:
                 f"{where}: knob {key} must be {want.__name__} like its default, "
                 f"got {type(value).__name__} {value!r}"
             )
+        bad = knobtypes.problem(key, value)
+        if bad:
+            raise HostsFileError(f"{where}: knob {key} = {value!r} {bad}")
     # Values each fine alone can still make no serving profile (a mode name, an unsafe combination).
     from .profiles import ProfileError, render
 

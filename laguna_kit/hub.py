@@ -76,6 +76,12 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
         raise HubError(
             f"cannot reach the hub at {endpoint}: {type(exc).__name__} ({exc})"
         ) from None
+    if not isinstance(info.sha, str) or not is_pinned(info.sha):
+        # The commit names folders and goes into the box-side commands: a commit or nothing.
+        raise HubError(
+            f"{repo}: the hub at {endpoint} answered revision {revision!r} with {info.sha!r}, "
+            "not a 40-hex commit: refusing it; nothing was changed"
+        )
     if is_pinned(revision) and info.sha != revision:
         raise HubError(
             f"{repo}: the hub at {endpoint} answered the pinned revision {revision} "

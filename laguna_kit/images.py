@@ -84,6 +84,12 @@ def _bearer(client, challenge: str) -> str:
 
 def image_requirement(registry: str, ref: str, timeout: float = 20) -> CudaRequirement:
     """Read the image's config (linux/amd64) from `registry` without pulling it."""
+    return image_info(registry, ref, timeout)[0]
+
+
+def image_info(registry: str, ref: str, timeout: float = 20) -> tuple[CudaRequirement, int]:
+    """(its CUDA requirement, the bytes its manifest lists: config and compressed layers), read
+    from `registry` without pulling the image (linux/amd64)."""
     import httpx
 
     repo, tag = split_ref(ref)
@@ -123,17 +129,32 @@ def image_requirement(registry: str, ref: str, timeout: float = 20) -> CudaRequi
                     raise ImageError(f"{ref} has no linux/amd64 image at {registry}")
                 manifest = get(f"{base}/manifests/{chosen['digest']}")
             config = get(f"{base}/blobs/{manifest['config']['digest']}")
+        size = int(manifest["config"].get("size") or 0) + sum(
+            int(layer.get("size") or 0) for layer in manifest.get("layers") or []
+        )
     except httpx.HTTPError as exc:
         raise ImageError(f"cannot read {ref} from {registry}: {type(exc).__name__}") from None
-    except (KeyError, ValueError) as exc:
+    except (KeyError, ValueError, TypeError) as exc:
         raise ImageError(f"{registry} sent an unexpected manifest for {ref} ({exc})") from None
-    return from_env((config.get("config") or {}).get("Env") or [])
+    return from_env((config.get("config") or {}).get("Env") or []), size
 
 
 @functools.lru_cache(maxsize=8)
-def requirement_or_reason(registry: str, ref: str) -> tuple[CudaRequirement | None, str]:
-    """(the requirement, "") or (None, why it could not be read): read once per run."""
+def info_or_reason(registry: str, ref: str) -> tuple[tuple[CudaRequirement, int] | None, str]:
+    """((the requirement, its compressed size), "") or (None, why it could not be read): read once
+    per run."""
     try:
-        return image_requirement(registry, ref), ""
+        return image_info(registry, ref), ""
     except ImageError as exc:
         return None, str(exc)
+
+
+def requirement_or_reason(registry: str, ref: str) -> tuple[CudaRequirement | None, str]:
+    """(the requirement, "") or (None, why it could not be read)."""
+    info, reason = info_or_reason(registry, ref)
+    return (info[0] if info else None), reason
+
+
+# A pull keeps each compressed layer while it unpacks it, and gzip'd layers of Python and CUDA
+# libraries unpack to about twice their size: derived, not measured on the real image.
+UNPACK_FACTOR = 3.0

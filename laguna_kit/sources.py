@@ -4,13 +4,20 @@ One table for the NVIDIA driver (DRIVERS), one list for the container toolkit, o
 Tailscale's repository. The facts behind them and their sources:
 - Debian 12 has no R580 driver (bookworm and its backports stop at 535): it comes from NVIDIA's
   CUDA repository for debian12, with NVIDIA's branch-pinning package installed before the driver
-  (NVIDIA Driver Installation Guide, "Version locking"). The package names follow Debian's own
-  split (nvidia-smi, libcuda1, libnvidia-ml1, nvidia-persistenced: `apt-cache show` on bookworm
-  non-free); that NVIDIA's repository uses exactly these names for the 580 branch is not confirmed
-  here, so they are data in this one table, and what they must provide is checked after install.
-- Ubuntu 22.04/24.04: the archive's nvidia-driver-<branch>-server[-open] (restricted); under
-  Secure Boot, Canonical's signed prebuilt modules (linux-modules-nvidia-<branch>-server[-open]-*)
-  and no DKMS (packages.ubuntu.com).
+  (NVIDIA Driver Installation Guide, "Version locking"), then the compute-only pair NVIDIA
+  documents, `nvidia-driver-cuda` with `nvidia-kernel[-open]-dkms` (the guide; also
+  GoogleCloudDataproc/initialization-actions PR #1400 on Debian 12). Whether nvidia-smi, libcuda1,
+  libnvidia-ml1 and nvidia-persistenced are packages of their own beside nvidia-driver-cuda or
+  provided by it (one public installer reports `nvidia-driver-cuda Conflicts: nvidia-smi`) is not
+  confirmed: the kit asks for the pair only, checks the compute pieces by their files, and holds
+  every NVIDIA package dpkg installed at the pair's version, whichever shape the repository has.
+- Ubuntu 22.04/24.04 (canonical/nvidia-graphics-drivers, 580-server-jammy / -noble
+  debian/control): without Secure Boot the headless compute driver (DKMS), not the desktop
+  metapackage that pulls X; under Secure Boot Canonical's signed prebuilt modules
+  (linux-restricted-modules): the versioned `linux-modules-nvidia-<branch>-server[-open]-$(uname
+  -r)` and the flavour metapackage of the installed kernel (`-generic`, `-generic-hwe-22.04`,
+  `-generic-hwe-24.04`: the one that brings a module for the next kernel, so it is installed and
+  never held), with `nvidia-headless-no-dkms-<branch>-server[-open]`.
 - Tailscale: pkgs.tailscale.com/stable/<ID>/<codename> (tailscale/tailscale scripts/installer.sh).
 - Toolkit: four packages whose versions move together (NVIDIA/nvidia-container-toolkit
   packaging/debian/control at v1.17.8; libnvidia-container pkg/deb/control).
@@ -18,6 +25,7 @@ Tailscale's repository. The facts behind them and their sources:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -68,47 +76,62 @@ def toolkit_packages(version: str) -> list[str]:
     return [f"{name}={version}" for name in TOOLKIT_PACKAGES]
 
 
-CUDA_KEYRING = "/usr/share/keyrings/laguna-cuda-archive-keyring.asc"
+# Where NVIDIA's cuda-keyring package puts the repository's key and list (NVIDIA/apt-packaging-
+# cuda-keyring debian/templates): the kit writes the same two, so an owner installing cuda-keyring
+# later gets the identical Signed-By (two values for one URL break every `apt-get update`).
+CUDA_KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+CUDA_LIST = "/etc/apt/sources.list.d/cuda-{distro}-x86_64.list"
+# What kits before 2026-12-05 wrote instead (removed when the kit writes the above).
+OLD_CUDA_FILES = (
+    "/etc/apt/sources.list.d/laguna-cuda.list",
+    "/usr/share/keyrings/laguna-cuda-archive-keyring.asc",
+)
+# The driver's own packages (what the by-version hold may take): never a kernel or anything else.
+NVIDIA_PACKAGE = r"(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-video-nvidia).*"
 
 # {branch}: the driver branch; {open}: "-open" for the open kernel modules, else "";
-# {kopen}: Debian-style "-open" infix of the kernel module package; {kernel}: uname -r.
+# {kopen}: Debian-style "-open" infix of the kernel module package; {kernel}: uname -r;
+# {flavour}: the installed kernel's flavour (generic, generic-hwe-22.04, ...).
 DRIVERS = {
     "debian12": {
         "channel": "NVIDIA's CUDA repository for debian12",
         "repo": "{cuda_repo}/debian12/x86_64/",
         "key": "{cuda_repo}/debian12/x86_64/3bf863cc.pub",
         "first": ["nvidia-driver-pinning-{branch}"],
-        "packages": [
-            "nvidia-kernel{kopen}-dkms",
-            "nvidia-driver-cuda",
-            "nvidia-smi",
-            "libcuda1",
-            "libnvidia-ml1",
-            "nvidia-persistenced",
-        ],
+        "packages": ["nvidia-kernel{kopen}-dkms", "nvidia-driver-cuda"],
+        "version_of": "nvidia-driver-cuda",
         "secure_boot": None,  # the same packages: DKMS modules signed with an enrolled MOK
         "headers": "linux-headers-amd64",
     },
     "ubuntu22.04": {
         "channel": "Ubuntu's archive (restricted)",
-        "packages": [
-            "nvidia-driver-{branch}-server{open}",
-            "nvidia-utils-{branch}-server",
-            "libnvidia-compute-{branch}-server",
-            "nvidia-compute-utils-{branch}-server",
-        ],
+        "packages": ["nvidia-headless-{branch}-server{open}", "nvidia-utils-{branch}-server"],
+        "version_of": "nvidia-utils-{branch}-server",
         "secure_boot": [
-            "linux-modules-nvidia-{branch}-server{open}-generic",
+            "linux-modules-nvidia-{branch}-server{open}-{flavour}",
             "linux-modules-nvidia-{branch}-server{open}-{kernel}",
             "nvidia-headless-no-dkms-{branch}-server{open}",
             "nvidia-utils-{branch}-server",
-            "libnvidia-compute-{branch}-server",
-            "nvidia-compute-utils-{branch}-server",
         ],
+        # the flavour metapackage follows the kernel: holding it would leave the next kernel
+        # without a signed module
+        "not_held": ["linux-modules-nvidia-{branch}-server{open}-{flavour}"],
         "headers": "linux-headers-generic",
     },
 }
 DRIVERS["ubuntu24.04"] = DRIVERS["ubuntu22.04"]
+
+
+def kernel_flavour(installed) -> str | None:
+    """The flavour of the kernel metapackage installed (linux-generic-hwe-22.04 ->
+    generic-hwe-22.04; an HWE kernel before the GA one), None when there is none of the generic
+    family."""
+    found = set()
+    for name in installed:
+        m = re.fullmatch(r"linux-(?:image-)?(generic(?:-hwe-\d\d\.\d\d)?)", name)
+        if m:
+            found.add(m.group(1))
+    return max(found, key=lambda f: (f != "generic", f)) if found else None
 
 
 @dataclass(frozen=True)
@@ -119,31 +142,46 @@ class DriverPlan:
     first: list[str] = field(default_factory=list)  # installed before the driver (branch pinning)
     packages: list[str] = field(default_factory=list)
     headers: str | None = None  # the headers metapackage: the next kernel gets a module too
+    version_of: str = ""  # every NVIDIA package installed at this one's version is held too
+    not_held: list[str] = field(default_factory=list)  # installed, never held (kernel followers)
+    flavour_unknown: bool = False  # Secure Boot on Ubuntu without a generic kernel metapackage
 
     @property
     def hold(self) -> list[str]:
-        return [*self.first, *self.packages]
+        return [p for p in [*self.first, *self.packages] if p not in self.not_held]
 
 
 def driver_plan(
-    distro: Distro, branch: str, open_modules: bool, secure_boot: bool, kernel: str, cuda_repo: str
+    distro: Distro,
+    branch: str,
+    open_modules: bool,
+    secure_boot: bool,
+    kernel: str,
+    cuda_repo: str,
+    installed=(),
 ) -> DriverPlan:
-    """What installs the R<branch> driver on this distribution, from its one table row."""
+    """What installs the R<branch> driver on this distribution, from its one table row;
+    `installed`: the box's package names (the kernel's flavour is read from them)."""
     row = DRIVERS.get(distro.key)
     if row is None:
         raise SourceError(
             f"no driver source for {distro.id} {distro.version}: the kit supports "
             f"{', '.join(sorted(DRIVERS))}"
         )
+    flavour = kernel_flavour(installed)
     names = {
         "branch": branch,
         "open": "-open" if open_modules else "",
         "kernel": kernel,
         "kopen": "-open" if open_modules else "",
         "cuda_repo": cuda_repo.rstrip("/"),
+        "flavour": flavour or "",
     }
-    signed = secure_boot and row.get("secure_boot")
-    packages = [p.format(**names) for p in (row["secure_boot"] if signed else row["packages"])]
+    signed = bool(secure_boot and row.get("secure_boot"))
+    wanted = row["secure_boot"] if signed else row["packages"]
+    if signed and not flavour:  # only the running kernel's module: said by the driver task
+        wanted = [p for p in wanted if "{flavour}" not in p]
+    packages = [p.format(**names) for p in wanted]
     return DriverPlan(
         channel=row["channel"],
         repo=row["repo"].format(**names) if row.get("repo") else None,
@@ -151,4 +189,7 @@ def driver_plan(
         first=[p.format(**names) for p in row.get("first", [])],
         packages=packages,
         headers=None if signed else row["headers"],
+        version_of=row["version_of"].format(**names),
+        not_held=[p.format(**names) for p in row.get("not_held", []) if flavour] if signed else [],
+        flavour_unknown=signed and not flavour,
     )

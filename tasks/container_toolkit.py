@@ -5,7 +5,7 @@
 from pyinfra import host
 
 from laguna_kit.operations.files import files_synced, kit_file
-from laguna_kit.operations.nvidia import nvidia_runtime_configured
+from laguna_kit.operations.nvidia import dev_char_links_present, nvidia_runtime_configured
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.sources import toolkit_packages
 
@@ -28,7 +28,12 @@ files_synced(
             ),
             "/etc/apt/sources.list.d/nvidia-container-toolkit.list",
             "644",
-        )
+        ),
+        (
+            kit_file("files/71-laguna-nvidia-dev-char.rules"),
+            "/etc/udev/rules.d/71-laguna-nvidia-dev-char.rules",
+            "644",
+        ),
     ],
 )
 apt_present(
@@ -37,3 +42,6 @@ apt_present(
     hold=True,
 )
 nvidia_runtime_configured(name="Docker knows the nvidia runtime (nvidia-ctk, only when missing)")
+# A daemon-reload must not take the GPUs from the running container (NVIDIA/nvidia-docker#1730):
+# the /dev/char links NVIDIA recommends first (CDI would need Docker 25+; Debian 12 ships 20.10).
+dev_char_links_present(name="/dev/char links for the GPU device nodes (daemon-reload keeps GPUs)")

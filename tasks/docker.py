@@ -13,11 +13,12 @@ from laguna_kit.operations.docker import (
     owner_engine,
 )
 from laguna_kit.operations.files import json_merged
-from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.packages import apt_present, packages_held
 from laguna_kit.operations.server import service_running
 
 d = host.data
 existing = owner_engine(memo.fact(host, DebPackages))
+ENGINE_RUNTIME = ("containerd", "runc")  # what Debian's and Ubuntu's docker.io depend on
 
 # Written before the package is installed, so the engine's very first start already uses it.
 json_merged(
@@ -25,10 +26,22 @@ json_merged(
     path="/etc/docker/daemon.json",
     wanted=d.docker_daemon_config,
 )
+installed = memo.fact(host, DebPackages)
 if existing and existing != d.docker_package:
     logger.info(f"{host.name}: using the Docker engine already installed ({existing}) as it is")
+elif existing:  # the owner's (or held when the kit installed it): used as it is
+    apt_present(name=f"The Docker engine ({d.docker_package})", packages=[d.docker_package])
 else:
-    apt_present(name=f"Install the Docker engine ({d.docker_package})", packages=[d.docker_package])
+    # The kit's own engine, held with the runtime it brings: an unattended upgrade of either would
+    # restart the serving container with no drain and no gate (the unit Requires=docker.service).
+    brought = [p for p in ENGINE_RUNTIME if p not in installed]
+    apt_present(
+        name=f"Install the Docker engine ({d.docker_package}), held", packages=[d.docker_package]
+    )
+    packages_held(
+        name="The engine the kit installed, held (upgraded only by a deploy: drain, restart, gate)",
+        packages=[d.docker_package, *brought],
+    )
 docker_engine_checked(
     name="Docker engine the toolkit supports (19.03+)", package=existing or d.docker_package
 )

@@ -21,40 +21,36 @@ from laguna_kit.operations.nvidia import (
     nvidia_driver_loaded,
     nvidia_gpus_verified,
 )
-from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.packages import apt_present, packages_held
 
 d = host.data
 box = memo.fact(host, BoxBasics)
+installed = memo.fact(host, DebPackages)
 try:
+    distro = sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
     plan = sources.driver_plan(
-        sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"]),
+        distro,
         branch=d.nvidia_driver_branch,
         open_modules=d.nvidia_driver_open,
         secure_boot=box["secure_boot"],
         kernel=box["kernel"],
         cuda_repo=d.nvidia_cuda_repo,
+        installed=installed,
     )
 except sources.SourceError:
     plan = None  # the pre-flight refuses this distribution, naming it, before anything runs
 smi = memo.fact(host, NvidiaSmiGpus)
 need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
-installed = memo.fact(host, DebPackages)
 ours = plan is not None and all(name in installed for name in plan.packages)  # kept managed
 keep = not ours and smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: after pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
-CUDA_LIST = "/etc/apt/sources.list.d/laguna-cuda.list"
+CUDA_LIST = sources.CUDA_LIST.format(distro=distro.key if plan else "")
 
 
 def cuda_source(plan) -> bytes:
-    return kit_file(
-        "files/apt-source.list.j2",
-        task="tasks/driver.py",
-        what=plan.channel,
-        url=plan.repo,
-        suite="/",
-        components="",
-        keyring=sources.CUDA_KEYRING,
-    )
+    """The list line exactly as NVIDIA's cuda-keyring writes it (its cuda-REPO.list.in), so a
+    cuda-keyring installed later finds the same file and the same Signed-By."""
+    return f"deb [signed-by={sources.CUDA_KEYRING}] {plan.repo} /\n".encode()
 
 
 if keep:
@@ -64,17 +60,21 @@ if keep:
         f"{smi['path']}): no driver package is installed over it"
     )
 elif plan is not None:
-    # The same repository configured by the owner (cuda-keyring) with another Signed-By would
-    # break every `apt-get update`: use theirs then.
-    theirs = plan.repo and host.get_fact(
-        Command,
-        command=f"grep -rlsF {shlex.quote(plan.repo.rstrip('/'))} /etc/apt/sources.list "
-        f"/etc/apt/sources.list.d | grep -vx {CUDA_LIST} || true",
+    # The same repository configured by the owner (cuda-keyring, or a list of their own) with
+    # another Signed-By would break every `apt-get update`: use theirs then. The kit's own list and
+    # key are where cuda-keyring puts them, so a cuda-keyring installed later agrees with them.
+    theirs = plan.repo and (
+        "cuda-keyring" in installed
+        or host.get_fact(
+            Command,
+            command=f"grep -rlsF {shlex.quote(plan.repo.rstrip('/'))} /etc/apt/sources.list "
+            f"/etc/apt/sources.list.d | grep -vx -e {CUDA_LIST} "
+            f"-e {sources.OLD_CUDA_FILES[0]} || true",
+        )
     )
     if theirs:
-        logger.info(
-            f"{host.name}: {plan.channel} is already configured ({theirs.split()[0]}): using it"
-        )
+        where = "cuda-keyring" if theirs is True else theirs.split()[0]
+        logger.info(f"{host.name}: {plan.channel} is already configured ({where}): using it")
     our_list = bool(plan.repo) and not theirs
     files_synced(
         name="Blacklist nouveau" + (f"; apt source and key: {plan.channel}" if our_list else ""),
@@ -83,6 +83,8 @@ elif plan is not None:
             (kit_file("files/blacklist-nouveau.conf"), f"/etc/modprobe.d/{NOUVEAU_CONF}", "644"),
             *([(cuda_source(plan), CUDA_LIST, "644")] if our_list else []),
         ],
+        # what kits before 2026-12-05 wrote instead (a second Signed-By for the same URL)
+        removed=list(sources.OLD_CUDA_FILES) if our_list else [],
     )
     nouveau_out_of_initramfs(
         name="Initramfs without nouveau (rebuilt while it could still load it)", conf=NOUVEAU_CONF
@@ -93,11 +95,23 @@ elif plan is not None:
             packages=plan.first,
             hold=True,
         )
+    if plan.flavour_unknown:
+        logger.warning(
+            f"{host.name}: Secure Boot is on and no generic kernel metapackage is installed "
+            "(linux-generic, linux-generic-hwe-22.04, ...): only the running kernel gets a signed "
+            "module; after a kernel upgrade run deploy.py again before rebooting "
+            "(TROUBLESHOOTING.md)"
+        )
     apt_present(
         name=f"NVIDIA driver R{d.nvidia_driver_branch} from {plan.channel} "
-        f"({', '.join(plan.packages)}), held against unattended upgrades",
+        f"({', '.join(plan.packages)})",
         packages=plan.packages,
-        hold=True,
+    )
+    packages_held(
+        name="The driver as dpkg installed it, held against unattended upgrades",
+        packages=plan.hold,
+        same_version_as=plan.version_of,
+        family=sources.NVIDIA_PACKAGE,
     )
     if plan.headers:
         apt_present(
@@ -107,6 +121,7 @@ elif plan is not None:
     nvidia_driver_loaded(
         name="NVIDIA driver loaded (reboot when allowed)",
         allow_reboot=d.nvidia_allow_reboot,
+        reboot_timeout=d.nvidia_reboot_timeout_s,
     )
 
 nvidia_gpus_verified(

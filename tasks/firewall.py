@@ -8,7 +8,15 @@ from pyinfra import host
 from pyinfra.operations import server
 
 from laguna_kit import fleet
-from laguna_kit.boxtools.layout import FIREWALL_PEERS_GLOB, FIREWALL_RULES
+from laguna_kit.boxtools.layout import (
+    FIREWALL_PEERS_GLOB,
+    FIREWALL_RULES,
+    FIREWALL_WATCH,
+    ROUTER_UNIT,
+    ROUTER_USER,
+)
+from laguna_kit.facts import memo
+from laguna_kit.facts.network import Listeners
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import (
     firewall_applied,
@@ -25,28 +33,47 @@ SAFE_RULES = "/etc/laguna-kit/firewall-ssh-open.nft"  # what a revert loads when
 SYSTEMD = "/etc/systemd/system"
 NFTABLES_WITH_KIT = ("nftables-with-kit.nft", "nftables-stop.nft")  # its start/reload and stop
 NFTABLES_DROPIN = "nftables.service.d/laguna-kit.conf"
-ssh_port = int(d.get("ssh_port") or 22)  # the port this run's SSH uses is the box's sshd port
+ssh_port = int(d.get("ssh_port") or 22)  # the port this run dials (a provider may map it)
 ports = parse_ports(d.firewall_open_ports)
 # With a router in the hosts file a GPU box's API answers only it (fleet.py; tasks/router_agent.py).
 fleet_router = fleet.router_of(host.state.inventory) is not None and "gpu" in fleet.roles(host)
+# On the router's host only HAProxy's user may open connections to the boxes' API and agent.
+router_ports = (
+    sorted({int(b.data.get("api_port")) for b in fleet.gpu_hosts(host.state.inventory)})
+    + [d.router_agent_port]
+    if "router" in fleet.roles(host)
+    else []
+)
+# Docker's own bridges, as Docker names them now; docker0 always (Docker's default, whether or not
+# Docker is installed yet, so a first deploy writes the rules it will keep).
+seen = memo.fact(host, Listeners, container=d.container_name, rules=RULES)
+# SSH stays open on the port(s) sshd listens on, read on the box: a rented box is often dialled
+# on a provider's mapped port (ssh -p 40022) while its sshd listens on 22. The dialled port only
+# when the box says nothing.
+ssh_ports = seen["sshd"] or [ssh_port]
 rules = dict(
     api_port=d.api_port,
-    ssh_port=ssh_port,
+    ssh_ports=ssh_ports,
     open_tcp=ports["tcp"],
     open_udp=ports["udp"],
     fleet_router=fleet_router,
     agent_port=d.router_agent_port,
     peers_glob=FIREWALL_PEERS_GLOB,
+    docker_bridges=sorted({"docker0", *seen["bridges"]}),
+    router_ports=router_ports,
+    router_user=ROUTER_USER,
 )
 
 # netbase: /etc/protocols, by which nft resolves the rules' protocol names (minimal installs
 # lack it; Docker's packages brought it when the firewall came after them).
 apt_present(name="nftables, ss and netbase", packages=["nftables", "iproute2", "netbase"])
+if router_ports:  # its user must exist before a rule names it (nft resolves it when loading)
+    apt_present(name="HAProxy (held)", packages=["haproxy"], hold=True)
 listeners_checked(
     name="No listener of the owner's is cut off the tailnet unless listed or acknowledged",
     container=d.container_name,
     rules=RULES,
-    ssh_port=ssh_port,
+    ssh_ports=ssh_ports,
     api_port=d.api_port,
     open_ports=d.firewall_open_ports,
     close_ok=d.firewall_close_listeners,
@@ -68,11 +95,26 @@ written = files_synced(
         (kit_file("files/laguna-firewall.service"), f"{SYSTEMD}/laguna-firewall.service", "644"),
         *((kit_file(f"files/{n}"), f"/etc/laguna-kit/{n}", "644") for n in NFTABLES_WITH_KIT),
         (kit_file("files/nftables-laguna-kit.conf"), f"{SYSTEMD}/{NFTABLES_DROPIN}", "644"),
+        (
+            kit_file(
+                "files/laguna-firewall-watch.service.j2",
+                kit_dir=d.kit_dir,
+                rules=RULES,
+                every_s=2,
+                stop=[d.unit_name, ROUTER_UNIT],
+            ),
+            f"{SYSTEMD}/{FIREWALL_WATCH}",
+            "644",
+        ),
     ],
 )
 server.shell(
     name="Reload systemd for the firewall units (and enable the unit where its [Install] says)",
-    commands=["systemctl daemon-reload", "systemctl reenable laguna-firewall.service"],
+    commands=[
+        "systemctl daemon-reload",
+        "systemctl reenable laguna-firewall.service",
+        f"systemctl try-restart {FIREWALL_WATCH}",
+    ],
     _if=written.did_change,
 )
 service_running(
@@ -87,4 +129,8 @@ firewall_applied(
     rules=RULES,
     revert_after_s=d.firewall_confirm_timeout_s if d.ssh_tailnet_only else 0,
     fallback=SAFE_RULES if d.ssh_tailnet_only else "",
+)
+service_running(
+    name="Firewall watch: the table loaded again within seconds of a flush",
+    service=FIREWALL_WATCH,
 )

@@ -3,7 +3,12 @@
 # connection, so a killed run frees it. (A first deploy has no lock until the box tools are in.)
 from pyinfra import host
 
+from laguna_kit import fleet
+from laguna_kit.operations.releases import roll_unbroken
 from laguna_kit.operations.server import deploy_locked
+
+if "gpu" in fleet.roles(host):  # before anything on the box: a roll stops at its first failed gate
+    roll_unbroken(name="The roll goes on only while every box's gate passed")
 
 deploy_locked(
     name="One deploy at a time on this box",

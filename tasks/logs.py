@@ -3,9 +3,11 @@
 # and each box going down, up or into drain). Reads only.
 from pyinfra import host
 
-from laguna_kit import fleet
+from laguna_kit import fleet, knobtypes
 from laguna_kit.boxtools.layout import ROUTER_UNIT
 from laguna_kit.operations.reports import journal_reported
+
+knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 lines = int(host.data.get("log_lines", 200))
 if "gpu" in fleet.roles(host):

@@ -5,6 +5,7 @@ from pyinfra.facts.server import LinuxDistribution
 from laguna_kit import images, sources
 from laguna_kit.facts import memo
 from laguna_kit.facts.checkpoints import FileSizes
+from laguna_kit.facts.docker import DockerImage
 from laguna_kit.hub import HubError, source_checkpoint
 from laguna_kit.operations.server import preflight
 from laguna_kit.profiles import ProfileError, render
@@ -29,10 +30,15 @@ try:
 except ProfileError as exc:
     problems.append(str(exc))
 
-# The image's CUDA requirement, read from its registry: a working driver is judged against it.
-need, unread = images.requirement_or_reason(d.image_registry, d.vllm_image)
+# The image's CUDA requirement and size, read from its registry: a working driver is judged
+# against it, and Docker's root must hold it unless it is pulled already.
+info, unread = images.info_or_reason(d.image_registry, d.vllm_image)
+need = info[0] if info else None
 if unread:
     logger.warning(f"{host.name}: {unread}; a driver already on the box is judged after the pull")
+pulled = bool((memo.fact(host, DockerImage, ref=d.vllm_image) or {}).get("digest"))
+image_mib = 0 if pulled or not info else int(info[1] * images.UNPACK_FACTOR) >> 20
+docker_root = (d.docker_daemon_config or {}).get("data-root") or "/var/lib/docker"
 try:
     distro = sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
     channel = sources.driver_plan(
@@ -54,4 +60,6 @@ preflight(
     min_ram_mib=d.min_ram_mib,
     min_shm_mib=d.min_shm_mib,
     early_problem="; ".join(problems) or None,
+    image_mib=image_mib,
+    docker_root=docker_root,
 )

@@ -3,9 +3,11 @@
 # Reads only.
 from pyinfra import host
 
-from laguna_kit import fleet
+from laguna_kit import fleet, knobtypes
 from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_UNIT
 from laguna_kit.operations.reports import router_reported, serving_reported
+
+knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):
     serving_reported(

@@ -6,8 +6,10 @@ from pyinfra import host
 from pyinfra.facts.systemd import SystemdStatus
 from pyinfra.operations import server, systemd
 
-from laguna_kit import fleet
+from laguna_kit import fleet, knobtypes
 from laguna_kit.boxcli import release_command
+
+knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 unit = host.data.unit_name
 if "gpu" in fleet.roles(host):

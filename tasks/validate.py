@@ -4,6 +4,7 @@
 # from the control machine: the API answers on the tailnet, not on the box's ordinary address.
 from pyinfra import host, logger
 
+from laguna_kit import rolls
 from laguna_kit.operations.network import api_exposure_checked
 from laguna_kit.operations.releases import release_validated
 
@@ -11,9 +12,10 @@ if host.data.skip_validation:
     logger.warning(f"{host.name}: skip_validation is set: this deploy proves nothing about serving")
 else:
     release_validated(
-        name="Validation gate: readiness, smoke, fresh long-context prompt, DFlash acceptance",
+        name=f"{rolls.GATE_OP}: readiness, smoke, fresh long-context prompt, DFlash acceptance",
         kit_dir=host.data.kit_dir,
         unit=host.data.unit_name,
+        keep_releases=host.data.keep_releases,
     )
 api_exposure_checked(
     name="API on the tailnet only, seen from the control machine", port=host.data.api_port

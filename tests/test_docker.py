@@ -11,13 +11,18 @@ def test_docker_converges_and_second_run_changes_nothing(make_box, deploy, sandb
     first = deploy(b, DEPLOY)
     assert first.ok, first.explain()
     assert first.changed(b.name), "a bare box must need changes"
-    assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "install ok installed"
+    # held: the kit installed it (see below)
+    assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "hold ok installed"
     assert b.run("systemctl is-active docker").stdout.strip() == "active"
     assert b.run("systemctl is-enabled docker").stdout.strip() == "enabled"
     cfg = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
     assert cfg["storage-driver"] == "vfs"
     assert cfg["registry-mirrors"] == [sandbox.servers.urls(b)["registry_mirror"]]
     assert b.run("docker info --format '{{.Driver}}'").stdout.strip() == "vfs"
+    # the engine the kit installed, and the runtime it brought, are held: an unattended upgrade
+    # cannot restart the serving container behind the kit's back (no drain, no gate)
+    held = set(b.run("apt-mark showhold").stdout.split())
+    assert {"docker.io", "containerd", "runc"} <= held, held
 
     second = deploy(b, DEPLOY)
     assert second.ok, second.explain()
@@ -96,6 +101,7 @@ def test_docker_ce_the_owner_installed_is_never_replaced(make_box, deploy):
     assert refusal and " docker-ce " in f" {refusal[0]} ", guard.explain()
     status = b.run("dpkg-query -W -f='${Status}' docker-ce docker.io", check=False).stdout
     assert status.startswith("install ok installed"), status
+    assert "docker-ce" not in b.run("apt-mark showhold").stdout.split(), "the owner's is not held"
     assert (
         b.run("dpkg-query -W -f='${Status}' docker.io", check=False).stdout
         != "install ok installed"
@@ -123,7 +129,7 @@ def test_a_dpkg_killed_mid_install_is_finished_by_the_next_run(make_box, deploy)
     assert res.ok, res.explain()
     assert "dpkg was interrupted" in res.output  # said, not hidden
     status = "dpkg-query -W -f='${Status}' laguna-cut-standin docker.io"
-    assert b.run(status).stdout == "install ok installedinstall ok installed"
+    assert b.run(status).stdout == "hold ok installedinstall ok installed"
 
 
 HOLD_APT_LOCKS = (
@@ -150,4 +156,5 @@ def test_an_install_waits_for_another_apt_instead_of_failing(make_box, deploy):
     res = deploy(b, DEPLOY)
     assert res.ok, res.explain()
     assert b.run("systemctl is-active apt-lock-holder", check=False).stdout.strip() != "active"
-    assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "install ok installed"
+    # held: the kit installed it (see below)
+    assert b.run("dpkg-query -W -f='${Status}' docker.io").stdout == "hold ok installed"

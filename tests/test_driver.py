@@ -141,10 +141,46 @@ def test_a_working_r580_driver_that_no_package_installed_is_kept(make_box, deplo
         if p.startswith(("nvidia-kernel", "nvidia-smi", "nvidia-driver", "libcuda", "libnvidia-ml"))
     ]
     assert driver == [], driver
-    assert b.run("test -e /etc/apt/sources.list.d/laguna-cuda.list", check=False).returncode != 0
+    for listing in ("laguna-cuda.list", "cuda-debian12-x86_64.list"):
+        assert b.run(f"test -e /etc/apt/sources.list.d/{listing}", check=False).returncode != 0
     assert (
         json.loads(b.run("curl -s http://127.0.0.1:8080/v1/models").stdout)["data"][0]["id"]
         == "laguna"
     )
     again = deploy(b)
     assert again.ok and again.changed() == [], again.changed()
+
+
+def test_the_bundled_repository_shape_and_a_cuda_keyring_installed_later(make_box, deploy, sandbox):
+    """NVIDIA's repository may ship nvidia-smi, libcuda1, NVML and persistenced inside
+    nvidia-driver-cuda (Provides + Conflicts): the kit asks for the documented pair only, finds the
+    pieces by their files and holds what dpkg installed. Its apt source is cuda-keyring's own, so
+    an owner installing cuda-keyring afterwards keeps `apt-get update` working."""
+    from tests.harness import nvidia_repos
+
+    b = make_box()
+    urls = sandbox.servers.urls(b)
+    res = deploy(b, "tests/deploys/driver.py", data={"nvidia_cuda_repo": urls["cuda_repo_bundled"]})
+    assert res.ok, res.explain()
+    assert "Driver Version: 580.95.05" in b.run("nvidia-smi").stdout
+    status = b.run("dpkg-query -W -f='${Package} ${Status}\\n'").stdout
+    assert "nvidia-smi install" not in status and "libcuda1 install" not in status, status
+    held = set(b.run("apt-mark showhold").stdout.split())
+    assert {"nvidia-driver-pinning-580", "nvidia-kernel-dkms", "nvidia-driver-cuda"} <= held
+    assert "firmware-nvidia-gsp" in held, "what dpkg installed at the driver's version is held"
+    repo = f"{urls['cuda_repo_bundled']}/debian12/x86_64/"
+    line = f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {repo} /\n"
+    assert b.run("cat /etc/apt/sources.list.d/cuda-debian12-x86_64.list").stdout == line
+    armored = b.run("grep -c 'BEGIN PGP' /usr/share/keyrings/cuda-archive-keyring.gpg", check=False)
+    assert armored.stdout.strip() == "0", "apt reads a .gpg keyring only in binary form"
+    # the owner installs NVIDIA's cuda-keyring afterwards (as NVIDIA's guide says to)
+    key = (sandbox.servers.package_root / "harness-key.gpg").read_bytes()
+    deb = nvidia_repos.cuda_keyring(b.root / "root", repo, key)
+    installed = b.run(f"dpkg -i /root/{deb.name} && apt-get update", check=False, timeout=180)
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
+    assert "Conflicting values" not in installed.stderr
+    again = deploy(
+        b, "tests/deploys/driver.py", data={"nvidia_cuda_repo": urls["cuda_repo_bundled"]}
+    )
+    assert again.ok and again.changed() == [], again.changed()
+    assert "is already configured (cuda-keyring): using it" in again.output

@@ -4,6 +4,7 @@ nftables restart/reload/stop and an unconfirmed change; nothing serves before th
 a port published by real Docker cannot reach the API port; the owner's listeners are named before
 they would be cut; and tailnet-only SSH is applied only from a run that is itself on the tailnet."""
 
+import contextlib
 import json
 import time
 
@@ -21,6 +22,16 @@ def curl_from(ns, url, timeout=3):
         else boxmod.sh(*cmd, check=False)
     )
     return proc.stdout if proc.returncode == 0 else None
+
+
+@contextlib.contextmanager
+def watch_stopped(b):
+    """A drill that breaks the kit's table on purpose: the kit's watch would mend it at once."""
+    b.run("systemctl stop laguna-firewall-watch")
+    try:
+        yield
+    finally:
+        b.run("systemctl start laguna-firewall-watch", check=False)
 
 
 def ssh_works(b, via_tailnet=False) -> bool:
@@ -162,10 +173,11 @@ def test_unconfirmed_rules_revert_to_the_previous_table_never_to_none(guarded):
     restores the table loaded before; the API stays closed off the tailnet throughout."""
     b = guarded
     b.run(
-        "cp /etc/laguna-kit/firewall.nft /root/bad.nft && sed -i 's/^        tcp dport 22 accept$/"
-        "        tcp dport 22 drop/' /root/bad.nft && grep -q 'tcp dport 22 drop' /root/bad.nft"
+        "cp /etc/laguna-kit/firewall.nft /root/bad.nft && sed -i "
+        "'s/^        tcp dport { 22 } accept$/        tcp dport { 22 } drop/' /root/bad.nft && "
+        "grep -q 'tcp dport { 22 } drop' /root/bad.nft"
     )
-    with OffTailnetProbe(b) as probe:
+    with watch_stopped(b), OffTailnetProbe(b) as probe:
         b.run(
             "(sleep 1; python3 /opt/laguna-kit/bin/laguna_firewall.py load /root/bad.nft "
             "--revert-after 15) >/dev/null 2>&1 &",
@@ -245,6 +257,7 @@ def test_serving_unit_requires_the_table(guarded):
     b = guarded
     unit = b.run("cat /etc/systemd/system/laguna-vllm.service").stdout
     assert "Requires=docker.service laguna-firewall.service" in unit
+    b.run("systemctl stop laguna-firewall-watch")  # it would load the table again at once
     b.run("systemctl stop laguna-vllm.service && nft delete table inet laguna_kit")
     try:
         assert b.run("systemctl start laguna-vllm.service", check=False).returncode != 0
@@ -255,7 +268,7 @@ def test_serving_unit_requires_the_table(guarded):
         # the failed starts count towards the crash-loop limit: reset it, as an operator would
         b.run(
             "nft -f /etc/laguna-kit/firewall.nft && systemctl reset-failed laguna-vllm.service "
-            "&& systemctl start laguna-vllm.service"
+            "&& systemctl start laguna-vllm.service laguna-firewall-watch"
         )
     wait_serving_on_tailnet(b)
     assert_tailnet_only(b)
@@ -319,7 +332,8 @@ def test_docker_published_port_cannot_bypass_the_api_rule(make_box, deploy, sand
     forward = b.run("nft list chain inet laguna_kit forward").stdout
     assert "ct original proto-dst 8080 counter packets 0" not in forward, forward
     # Without the forward chain the input rule alone does not hold: the bypass is real, and this
-    # test can fail.
+    # test can fail. (The kit's watch would put the chain back within seconds: stopped first.)
+    b.run("systemctl stop laguna-firewall-watch")
     b.run("nft delete chain inet laguna_kit forward")
     # The input rule is still there, and has seen none of the packets sent to 8080: they never
     # reach input.
@@ -371,3 +385,30 @@ def test_tailnet_only_ssh_only_from_a_run_on_the_tailnet_and_back(make_box, depl
     back = deploy(b, NETWORK, via_tailnet=True)
     assert back.ok, back.explain()
     assert ssh_works(b)
+
+
+def test_ssh_through_a_providers_port_mapping(make_box, deploy):
+    """A rented box is dialled on the provider's mapped port (ssh -p 40022) while its sshd listens
+    on 22: the firewall keeps 22 open (read on the box), not the dialled port, and sshd is no
+    "owner's listener" to cut. A DNAT on this machine plays the provider's mapping."""
+    b = make_box()
+    table = f"lgk_portmap_{b.number}"
+    boxmod.sh("nft", "add", "table", "ip", table)
+    boxmod.sh("nft", "add", "chain", "ip", table, "out", "{ type nat hook output priority -100; }")
+    boxmod.sh(
+        "nft", "add", "rule", "ip", table, "out", "ip", "daddr", b.address, "tcp", "dport",
+        "40022", "dnat", "to", f"{b.address}:22",
+    )  # fmt: skip
+    try:
+        b.ssh_port = 40022  # the port the hosts file gives; the box's sshd is on 22
+        assert ssh_works(b), "the mapping does not work: the drill proves nothing"
+        res = deploy(b, NETWORK)
+        assert res.ok, res.explain()
+        table_text = b.run("nft list table inet laguna_kit").stdout
+        assert "tcp dport 22 accept" in table_text and "40022" not in table_text, table_text
+        assert ssh_works(b), "a fresh login through the mapping failed after the firewall loaded"
+        again = deploy(b, NETWORK)
+        assert again.ok and again.changed() == [], again.changed()
+    finally:
+        boxmod.sh("nft", "delete", "table", "ip", table, check=False)
+        b.ssh_port = 22

@@ -21,7 +21,12 @@ import pytest
 
 from tests.harness import box as boxmod
 from tests.harness import servers, standin_hub
-from tests.harness.deployrun import run_deploy, start_deploy, wait_deploy
+from tests.harness.deployrun import (
+    run_deploy,
+    run_deploy_on_a_terminal,
+    start_deploy,
+    wait_deploy,
+)
 from tests.harness.poller import OnTheTailnet
 
 HUB = f"http://127.0.0.1:{servers.HUB_PORT}"
@@ -141,17 +146,21 @@ def test_rolling_upgrade_keeps_n_minus_1_serving(fleet, deploy):
     assert all(g["passed"] and g["release"] == 2 for g in gates)
 
 
-def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, deploy):
+def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, sandbox):
+    """Typed as an operator does, without -y, at a terminal, pressing Enter at every prompt:
+    pyinfra asks "One of more hosts failed, continue?" after the failed gate and Enter goes on,
+    so the kit itself stops the roll (laguna_kit/rolls.py)."""
     boxes, _ = fleet
     # Every box's "GPUs" die like the Marlin-workspace OOM on prompts over 200K (context-first's
-    # gate is
-    # 250K), so whichever box pyinfra's --serial takes first (its order is not the hosts file's)
-    # fails.
+    # gate is 250K), so whichever box pyinfra's --serial takes first (its order is not the hosts
+    # file's) fails.
     for b in boxes:
         b.run(f"echo '{{\"oom_prompt_over\": 200000}}' > {FAULTS}")
     poller = poller_on_tailnet(boxes)
     try:
-        roll = deploy(boxes, data={"serving_mode": "context-first"}, args=ROLL)
+        roll, prompts = run_deploy_on_a_terminal(
+            sandbox, boxes, data={"serving_mode": "context-first"}, args=["--serial"]
+        )
     finally:
         samples = poller.stop()
         for b in boxes:
@@ -160,6 +169,9 @@ def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, depl
     assert "GATE FAILED" in roll.output and "rolling back to the previous release" in roll.output, (
         roll.explain()
     )
+    # the plan's prompt, then one "continue?" for the failed box and one for each box it stopped
+    assert prompts >= 2 and "One of more hosts failed, continue?" in roll.output, roll.explain()
+    assert "earlier in this run: the roll stops here" in roll.output, roll.explain()
     counts = serving_counts(samples)
     print(f"failed roll: {len(samples)} samples, serving min {min(counts)} of 3")
     assert min(counts) >= 2

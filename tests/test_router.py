@@ -20,7 +20,7 @@ import pytest
 from laguna_kit.settings import KIT_ROOT, defaults
 from tests.harness import box as boxmod
 from tests.harness.deployrun import run_deploy
-from tests.harness.paths import run_dir
+from tests.harness.paths import run_dir, tag
 from tests.harness.poller import OnTheTailnet
 from tests.harness.sandbox import ROUTER_KEYS
 
@@ -57,9 +57,21 @@ def client(router, *args) -> list[dict]:
     return json.loads(proc.stdout)
 
 
-def metrics(router) -> str:
-    proc = tailnet("curl", "-sf", "-m", "5", url(router, "/metrics", KNOBS["router_metrics_port"]))
+def metrics(router, key=ROUTER_KEYS[0]) -> str:
+    auth = ["-H", f"Authorization: Bearer {key}"] if key else []
+    proc = tailnet(
+        "curl", "-sf", "-m", "5", *auth, url(router, "/metrics", KNOBS["router_metrics_port"])
+    )
     assert proc.returncode == 0, "the router's Prometheus metrics do not answer on the tailnet"
+    return proc.stdout
+
+
+def metrics_status(router, path) -> str:
+    """The HTTP status of the router's metrics port for a tailnet peer without a key."""
+    port = KNOBS["router_metrics_port"]
+    proc = tailnet(
+        "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "5", url(router, path, port)
+    )
     return proc.stdout
 
 
@@ -126,19 +138,83 @@ def test_a_box_answers_the_router_alone(fleet):
         for port in (KNOBS["api_port"], KNOBS["router_agent_port"]):
             assert not tcp_answers(b.tailnet_v4, port), f"{b.name}:{port} answers a tailnet peer"
             assert not tcp_answers(b.address, port, ns=None), f"{b.name}:{port} answers off it"
-        # the router itself reaches the box's API and its agent
+        # the router's HAProxy (its user) reaches the box's API and its agent
         health = router.run(
-            f"curl -s -o /dev/null -w '%{{http_code}}' http://{b.tailnet_v4}:8080/health"
+            f"runuser -u haproxy -- curl -s -o /dev/null -w '%{{http_code}}' "
+            f"http://{b.tailnet_v4}:8080/health"
         )
         assert health.stdout == "200"
         agent = router.run(
-            'python3 -c "import socket; s = socket.create_connection(('
+            'runuser -u haproxy -- python3 -c "import socket; s = socket.create_connection(('
             f"'{b.tailnet_v4}', {KNOBS['router_agent_port']}), timeout=3); print(s.recv(64))\""
         )
         assert "ready" in agent.stdout
-    # and the router's own ports are on the tailnet only
+        # no other process of the router's host does: HAProxy's key check cannot be bypassed
+        for user in ("root", "nobody"):
+            for port in (KNOBS["api_port"], KNOBS["router_agent_port"]):
+                assert not router_host_reaches(router, user, b.tailnet_v4, port), (user, port)
+    # and the router's own ports are on the tailnet only: it has no socket off it at all
     assert not tcp_answers(router.address, KNOBS["router_port"], ns=None)
     assert not tcp_answers(router.address, KNOBS["router_metrics_port"], ns=None)
+    listening = router.run("ss -Htln").stdout
+    assert f":{KNOBS['router_port']} " in listening
+    assert (
+        f"*:{KNOBS['router_port']} " not in listening
+        and "[::]:" + str(KNOBS["router_port"]) not in listening
+    )
+    # its metrics and stats list every box: a tailnet peer without a key gets neither
+    assert metrics_status(router, "/metrics") == "401"
+    assert metrics_status(router, "/stats") == "401"
+
+
+def router_host_reaches(router, user, address, port) -> bool:
+    probe = (
+        f'runuser -u {user} -- python3 -c "import socket; '
+        f"socket.create_connection(('{address}', {port}), timeout=3)\""
+    )
+    return router.run(probe, check=False).returncode == 0
+
+
+def test_a_box_answers_a_tailnet_peer_only_on_ssh_and_the_listed_ports(fleet):
+    """Behind a router, a listener vLLM's workers open (torch's TCPStore on [::]:29500,
+    unauthenticated) answers no tailnet peer, the router's host included."""
+    boxes, router, _ = fleet
+    b = boxes[0]
+    b.run("systemd-run --unit lgk-tcpstore python3 -m http.server --bind :: 29500")
+    try:
+        deadline = time.monotonic() + 20
+        while b.run("curl -sf -m 2 http://127.0.0.1:29500/", check=False).returncode != 0:
+            assert time.monotonic() < deadline, "the listener did not start"
+            time.sleep(0.3)
+        assert not tcp_answers(b.tailnet_v4, 29500), "a tailnet peer reaches 29500"
+        assert not tcp_answers(b.tailnet_v6, 29500), "a tailnet peer reaches 29500 (IPv6)"
+        assert not router_host_reaches(router, "haproxy", b.tailnet_v4, 29500)
+        assert not tcp_answers(b.address, 29500, ns=None), "29500 answers off the tailnet"
+        assert tcp_answers(b.tailnet_v4, 22), "SSH over the tailnet must keep working"
+    finally:
+        b.run("systemctl stop lgk-tcpstore", check=False)
+
+
+def test_a_flushed_ruleset_is_loaded_again_within_seconds(fleet):
+    """`nft flush ruleset` on a serving box (a hand-run script, a careless upgrade): the kit's
+    watch loads its table again, and the API is closed off the tailnet again, within 10 s."""
+    boxes, router, _ = fleet
+    b = boxes[2]
+    t0 = time.monotonic()
+    b.run("nft flush ruleset")
+    closed = None
+    while time.monotonic() - t0 < 20:
+        table = b.run("nft list table inet laguna_kit", check=False).returncode == 0
+        if table and not tcp_answers(b.address, KNOBS["api_port"], ns=None):
+            closed = time.monotonic() - t0
+            break
+        time.sleep(0.2)
+    print(f"nft flush ruleset: table back, API closed off the tailnet after {closed} s")
+    assert closed is not None and closed <= 10, closed
+    journal = b.run("journalctl -u laguna-firewall-watch --no-pager").stdout
+    assert "loaded again" in journal
+    assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
+    assert state_within(router, b.name, "UP", 10)
 
 
 def test_one_session_lands_on_one_box(fleet):
@@ -234,22 +310,32 @@ def router_clients(router, workers=3):
     )
 
 
+def under_clients(router, what, run):
+    """`run()` while clients call the router: (its result, every request, the failed ones)."""
+    clients = router_clients(router)
+    try:
+        time.sleep(2)
+        result = run()
+        time.sleep(2)
+    finally:
+        results = clients.stop()
+    failed = [r for r in results if r["status"] != 200 or r["error"]]
+    print(f"{what} through the router: {len(results)} requests, {len(failed)} failed")
+    return result, results, failed
+
+
 def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
     boxes, router, _ = fleet
     for b in boxes:
         b.run(f"echo '{PACED}' > {FAULTS}")
     before = {b.name: b.run("cat /opt/laguna-kit/releases/state.json").stdout for b in boxes}
     roll_data = {"container_extra_env": {"LAGUNA_ROLL": "2"}}
-    clients = router_clients(router)
-    try:
-        time.sleep(2)
-        roll = deploy([*boxes, router], data=roll_data, args=ROLL, timeout=1500)
-        time.sleep(2)
-    finally:
-        results = clients.stop()
+    roll, results, failed = under_clients(
+        router,
+        "rolling upgrade",
+        lambda: deploy([*boxes, router], data=roll_data, args=ROLL, timeout=1500),
+    )
     assert roll.ok, roll.explain()
-    failed = [r for r in results if r["status"] != 200 or r["error"]]
-    print(f"rolling upgrade through the router: {len(results)} requests, {len(failed)} failed")
     for b in boxes:
         after = b.run("cat /opt/laguna-kit/releases/state.json").stdout
         assert after != before[b.name], f"{b.name} was not restarted: the test proves nothing"
@@ -260,3 +346,52 @@ def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
     # one box alone (`--limit`): the router is read outside the run's hosts, nothing changes
     one = deploy([*boxes, router], data=roll_data, args=["--limit", boxes[0].name])
     assert one.ok and one.changed() == [], one.explain()
+
+
+def test_a_fleet_rollback_goes_one_box_at_a_time_and_fails_no_request(fleet, deploy):
+    """tasks/rollback.py behind a router: each box drained, rolled back and gated before the next
+    is touched (never every box drained at once)."""
+    boxes, router, _ = fleet
+    before = {b.name: json.loads(b.run(f"{RELEASE} state --json").stdout) for b in boxes}
+    back, results, failed = under_clients(
+        router,
+        "fleet rollback",
+        lambda: deploy([*boxes, router], "tasks/rollback.py", timeout=1500),
+    )
+    assert back.ok, back.explain()
+    assert len(results) > 20 and not failed, failed[:5]
+    for b in boxes:
+        now = json.loads(b.run(f"{RELEASE} state --json").stdout)
+        assert now["state"]["current"] == before[b.name]["state"]["previous"], b.name
+        assert now["gate"]["passed"] and now["gate"]["release"] == now["state"]["current"]
+    # (rolled back all at once, every box would be drained together: the router answers 503)
+
+
+RELEASE = "python3 /opt/laguna-kit/bin/laguna_release.py"
+
+
+class Unreachable(boxmod.Box):
+    """A host the hosts file names that this run cannot reach (a closed port on this machine)."""
+
+    @property
+    def address(self) -> str:
+        return "127.0.0.1"
+
+
+def test_a_replaced_router_reaches_no_box(fleet, deploy):
+    """The hosts file names another router (replaced; not on the tailnet yet): the boxes forget
+    the old one's addresses (fail closed: no tailnet peer reaches their API), said as such."""
+    boxes, router, _ = fleet
+    ghost = Unreachable(tag("rtr-new"), boxes[0].number, ssh_port=9, roles=["router"])
+    res = deploy([*boxes, ghost], args=["--limit", "gpu_boxes"], timeout=600)
+    assert res.ok, res.explain()
+    assert "no tailnet peer reaches this box's API" in res.output
+    for b in boxes:
+        assert not router_host_reaches(router, "haproxy", b.tailnet_v4, KNOBS["api_port"]), b.name
+        assert not tcp_answers(b.tailnet_v4, KNOBS["api_port"]), b.name
+    assert state_within(router, boxes[0].name, "DOWN", 10)
+    # the hosts file names the router again: it is let back in
+    back = deploy([*boxes, router])
+    assert back.ok, back.explain()
+    for b in boxes:
+        assert state_within(router, b.name, "UP", 15), b.name

@@ -381,3 +381,33 @@ def test_mismatched_drafter_fails_the_gate(make_box, deploy):
         and "the drafter does not match the target" in res.output
     )
     assert "no previous release to roll back to" in res.output
+
+
+def test_power_cut_while_a_mode_switch_rewrites_the_unit_then_two_runs(make_box, deploy, sandbox):
+    """Power lost the moment a mode switch rewrote the serving unit: the next run converges on one
+    whole release of the new mode, and the run after it changes nothing (no second gate)."""
+    from tests.harness.deployrun import start_deploy, wait_deploy
+
+    b = make_box()
+    first = deploy(b)
+    assert first.ok, first.explain()
+    unit = b.root / "etc/systemd/system/laguna-vllm.service"
+    run = start_deploy(sandbox, [b], data={"serving_mode": "speed-128k"})
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and run.poll() is None:
+        try:
+            if "release 2 (speed-128k)" in unit.read_text():
+                break
+        except OSError:
+            pass
+        time.sleep(0.005)
+    assert run.poll() is None, "the switch ended before its unit was written: nothing was cut"
+    b.power_cut()
+    wait_deploy(run)
+    b.start()
+    after = deploy(b, data={"serving_mode": "speed-128k"})
+    assert after.ok, after.explain()
+    assert re.search(r"^\*\s+\d+ .*speed-128k", releases(b), re.M), releases(b)
+    state = b.run(f"{RELEASE} state --json").stdout
+    again = deploy(b, data={"serving_mode": "speed-128k"})
+    assert again.ok and again.changed() == [], (again.changed(), releases(b), state)

@@ -495,6 +495,8 @@ def sync(args) -> dict:
     with open(args.manifest) as fh:
         manifest_doc = json.load(fh)
     manifest, revision = manifest_doc["files"], manifest_doc["revision"]
+    if not isinstance(revision, str) or not re.fullmatch(r"[0-9a-f]{40}", revision):
+        raise FetchError(f"the manifest for {args.repo}: revision {revision!r} is not a commit")
     for entry in manifest:  # before anything is written: a name must stay inside dest
         try:
             names.safe_name(entry["path"])

@@ -7,6 +7,10 @@ the table loaded before (never an empty one) unless a confirmation comes in time
                                   disarm the revert; record what is loaded
     laguna_firewall.py state RULES
                                   JSON: {"table": "loaded" | "missing" | "altered" | "unrecorded"}
+    laguna_firewall.py watch RULES [--every S] [--stop UNIT ...]
+                                  keep the table loaded between deploys: every S seconds, a table
+                                  that is gone (`nft flush ruleset`) or was changed by hand is
+                                  loaded again from RULES; if it cannot be, UNITs stop serving
 
 The revert is armed only for rules that can cut SSH (ssh_tailnet_only). It loads the previous
 table (or SAFE, the same rules without the SSH limit, when there was none) and writes it over RULES,
@@ -145,6 +149,46 @@ def state(rules: str) -> dict:
     return {"table": "loaded"}
 
 
+def restore(rules: str, stop: list[str]) -> str | None:
+    """One look: what was done (None: nothing to do). A missing table is loaded again whatever
+    the record says; a table that differs from the one confirmed is loaded again while the rules
+    are the confirmed ones (otherwise a deploy or a self-revert is under way: theirs to finish)."""
+    st = state(rules)
+    if st["table"] == "loaded" or (st["table"] == "unrecorded" and live_table() is not None):
+        return None
+    if not os.path.exists(rules):
+        return None  # nothing of the kit's to load
+    if st["table"] == "altered":
+        try:
+            with open(f"{rules}.loaded") as fh:
+                record = json.load(fh)
+            if record.get("rules_sha256") != sha256(sources(rules)):
+                return None  # new rules not confirmed yet: the deploy's (or the revert's) to finish
+        except (OSError, ValueError):
+            return None
+    why = "gone (nft flush ruleset?)" if st["table"] == "missing" else "changed by hand"
+    proc = nft("-f", rules, check=False)
+    if proc.returncode == 0 and state(rules)["table"] == "loaded":
+        return f"the kit's table was {why}: loaded again from {rules}"
+    for unit in stop:
+        subprocess.run(["systemctl", "stop", unit], capture_output=True)
+    return (
+        f"the kit's table was {why} and could not be loaded again ({proc.stderr.strip()}): "
+        f"stopped {', '.join(stop) or 'nothing'} rather than serve without it"
+    )
+
+
+def watch(rules: str, every: float, stop: list[str]) -> None:
+    while True:
+        try:
+            said = restore(rules, stop)
+        except (FirewallError, OSError) as exc:
+            said = f"cannot judge the table: {exc}"
+        if said:
+            print(f"laguna-firewall: {said}", file=sys.stderr, flush=True)
+        time.sleep(every)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -154,12 +198,18 @@ def main(argv=None) -> int:
     ld.add_argument("--fallback")
     sub.add_parser("confirm").add_argument("rules")
     sub.add_parser("state").add_argument("rules")
+    wa = sub.add_parser("watch")
+    wa.add_argument("rules")
+    wa.add_argument("--every", type=float, default=2.0)
+    wa.add_argument("--stop", action="append", default=[])
     args = p.parse_args(argv)
     try:
         if args.cmd == "load":
             load(args.rules, args.revert_after, args.fallback)
         elif args.cmd == "confirm":
             confirm(args.rules)
+        elif args.cmd == "watch":
+            watch(args.rules, args.every, args.stop)
         else:
             print(json.dumps(state(args.rules)))
     except (FirewallError, OSError, subprocess.CalledProcessError) as exc:

@@ -10,8 +10,10 @@ FIREWALL_RULES = (
 )
 FIREWALL_PEERS = "/etc/laguna-kit/firewall.d/fleet-router.nft"  # the router's addresses
 FIREWALL_PEERS_GLOB = "/etc/laguna-kit/firewall.d/*.nft"  # included by the rules, loaded with them
+FIREWALL_WATCH = "laguna-firewall-watch.service"  # loads the table again after a flush
 ROUTER_DRAIN = "router-drain"  # under kit_dir: while it exists the box's router agent says "drain"
 ROUTER_UNIT = "laguna-router.service"  # the fleet router's HAProxy (tasks/router.py)
+ROUTER_USER = "haproxy"  # the user Debian's and Ubuntu's haproxy package runs it as
 ROUTER_ADMIN_SOCKET = "/run/laguna-router/admin.sock"  # its runtime API
 ROUTER_CONFIG = "/etc/laguna-kit/haproxy.cfg"  # the kit's own (the distribution's is left alone)
 ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits

@@ -47,9 +47,22 @@ def alive(pid: int) -> bool:
 
 
 def write_info(info: dict) -> None:
-    with open(INFO + ".tmp", "w") as fh:
+    tmp = f"{INFO}.{os.getpid()}.tmp"  # each writer its own: two never interleave in one file
+    with open(tmp, "w") as fh:
         json.dump(info, fh)
-    os.replace(INFO + ".tmp", INFO)
+    os.replace(tmp, INFO)
+
+
+class info_locked:
+    """INFO's readers-then-writers (a join, the holder's first record) one at a time."""
+
+    def __enter__(self):
+        self.fd = os.open(f"{INFO}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
 
 
 def holder_info() -> dict:
@@ -63,11 +76,12 @@ def holder_info() -> dict:
 def joined(holder: str, tie: int) -> bool:
     """This run holds the lock already, maybe over another connection (pyinfra's disconnect does
     not close it): `tie` joins the connections the holding daemon waits for."""
-    mine = holder_info()
-    if mine.get("holder") != holder or not alive(mine.get("pid", 0)):
-        return False
-    if tie not in mine.get("ties", []):
-        write_info(dict(mine, ties=[*mine.get("ties", []), tie]))
+    with info_locked():
+        mine = holder_info()
+        if mine.get("holder") != holder or not alive(mine.get("pid", 0)):
+            return False
+        if tie not in mine.get("ties", []):
+            write_info(dict(mine, ties=[*mine.get("ties", []), tie]))
     return True
 
 
@@ -112,14 +126,15 @@ def acquire(holder: str, wait: float) -> int:
                 os.write(write_end, b"busy")
                 os._exit(1)
             time.sleep(1)
-    write_info(
-        {
-            "holder": holder,
-            "pid": os.getpid(),
-            "ties": [tie],
-            "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-    )
+    with info_locked():
+        write_info(
+            {
+                "holder": holder,
+                "pid": os.getpid(),
+                "ties": [tie],
+                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+        )
     os.write(write_end, b"ok")
     os.close(write_end)
     while any(alive(t) for t in holder_info().get("ties", [tie])):

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import os
 
+# The kit's own records in a checkpoint folder start so (layout.py: the verification record,
+# the partial downloads, the quarantine): a repository file of that name would overwrite or fake
+# one.
+RESERVED_PREFIX = ".laguna-"
+
 
 class UnsafeName(ValueError):
     pass
@@ -12,7 +17,7 @@ class UnsafeName(ValueError):
 
 def safe_name(name: str) -> str:
     """`name` when it is a plain relative path: not absolute, no `..`, `.` or empty components, no
-    backslash, no control character; else UnsafeName."""
+    backslash, no control character, not one of the kit's own records; else UnsafeName."""
     bad = (
         not isinstance(name, str)
         or not name
@@ -23,6 +28,11 @@ def safe_name(name: str) -> str:
     )
     if bad:
         raise UnsafeName(f"refusing the file name {name!r}: not a plain relative path")
+    if name.split("/", 1)[0].startswith(RESERVED_PREFIX):
+        raise UnsafeName(
+            f"refusing the file name {name!r}: it collides with the kit's own records "
+            f"({RESERVED_PREFIX}*)"
+        )
     return name
 
 

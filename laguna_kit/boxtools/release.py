@@ -13,6 +13,9 @@
                                           operator's drain: only `undrain` ends it)
     laguna_release.py undrain [--kit]     the router may send it requests again (--kit: only if
                                           the kit drained it)
+    laguna_release.py prune --keep N      remove releases beyond the newest N (never the current
+                                          one or the one a rollback would run), and the images and
+                                          checkpoint revisions only they used
 
 In a fleet with a router (router-agent.json present), every restart is drained first: the box's
 agent answers "drain" (router-drain exists), the release manager waits for the router to ask twice
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -81,6 +85,79 @@ class Releases:
             return self.meta(n) if n is not None else {}
         except (OSError, ValueError):
             return {}
+
+    # --- keeping the disk: releases beyond keep_releases, and what only they used ------------
+    def prune_plan(self, keep: int) -> dict:
+        """{"releases": numbers to remove, "revisions": stashed checkpoint folders only they used,
+        "images": image digests only they ran}: the newest `keep` releases stay, and always the
+        current one and the one a rollback would run; what a kept release names is never in it."""
+        numbers = self.numbers()
+        state = self.state()
+        kept = set(numbers[-keep:] if keep > 0 else []) | {
+            state.get("current"),
+            self.previous_of(state) if state.get("current") is not None else None,
+        }
+        gone = [n for n in numbers if n not in kept]
+        if not gone:
+            return {"releases": [], "revisions": [], "images": []}
+
+        def spec(n):
+            try:
+                return self.meta(n).get("spec") or {}
+            except (OSError, ValueError):
+                return {}
+
+        kept_specs = [spec(n) for n in numbers if n in kept]
+        kept_revisions = {
+            (c["dest"], c["revision"]) for sp in kept_specs for c in sp.get("checkpoints") or []
+        }
+        kept_digests = {sp.get("image_digest") for sp in kept_specs}
+        revisions_gone, images_gone = set(), set()
+        for n in gone:
+            sp = spec(n)
+            for c in sp.get("checkpoints") or []:
+                if (c["dest"], c["revision"]) in kept_revisions:
+                    continue
+                folder = revisions.stash_path(c["dest"], c["revision"])
+                if (
+                    os.path.isdir(folder)
+                    and revisions.recorded_revision(c["dest"]) != c["revision"]
+                ):
+                    revisions_gone.add(folder)
+            digest = sp.get("image_digest")
+            if digest and digest not in kept_digests and sp.get("image"):
+                images_gone.add(f"{sp['image'].rsplit(':', 1)[0]}@{digest}")
+        try:
+            present = set(
+                capture(
+                    "docker", "image", "ls", "--digests", "--format", "{{.Repository}}@{{.Digest}}"
+                ).split()
+            )
+        except OSError:  # no docker: no image to remove
+            present = set()
+
+        return {
+            "releases": gone,
+            "revisions": sorted(revisions_gone),
+            "images": sorted(images_gone & present),
+        }
+
+    def prune(self, keep: int) -> dict:
+        plan = self.prune_plan(keep)
+        for folder in plan["revisions"]:
+            shutil.rmtree(folder, ignore_errors=True)
+        for ref in plan["images"]:  # never forced: an image a container still uses stays
+            run("docker", "image", "rm", ref, check=False)
+        for n in plan["releases"]:
+            shutil.rmtree(self.folder(n), ignore_errors=True)
+        state = self.state()
+        state["failed"] = [n for n in state.get("failed", []) if n not in plan["releases"]]
+        if "failed" in state:
+            self.save(state)
+        for what, items in plan.items():
+            if items:
+                print(f"pruned {what}: {', '.join(map(str, items))}")
+        return plan
 
     def snapshot(self) -> dict:
         """What the deploy needs to judge this box: state, current release, last gate, unit."""
@@ -261,13 +338,13 @@ class Releases:
         run("systemctl", "enable", "--quiet", self.unit)
         run("systemctl", "reset-failed", self.unit, check=False)
         try:
-            run("systemctl", "restart", self.unit)
+            self.restart(n)
         except ReleaseError as exc:
             if before is not None and before != n and before in self.numbers():
                 self.select_checkpoints(before)
                 self.install_unit(old_unit)
                 run("systemctl", "reset-failed", self.unit, check=False)
-                run("systemctl", "restart", self.unit, check=False)
+                self.restart(before, check=False)
                 raise ReleaseError(
                     f"release {n} did not start ({exc}); release {before} is back in place"
                 ) from None
@@ -280,6 +357,27 @@ class Releases:
         state["previous"] = self.previous_of(state)
         self.save(state)
         print(f"release {n} active ({self.meta(n).get('mode')}, {self.meta(n).get('image')})")
+
+    def container_of(self, n: int) -> str | None:
+        """The container name release `n` runs (`--name` in its docker command line)."""
+        try:
+            argv = self.meta(n).get("spec", {}).get("argv") or []
+        except (OSError, ValueError):
+            return None
+        return next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--name"), None)
+
+    def restart(self, n: int, check: bool = True) -> None:
+        """Stop the unit, let its container settle, start it. A `docker run` the stop killed
+        before its container existed (a start seconds old: at boot, dockerd is slow) does not stop
+        the daemon from creating that container a moment later, unowned: the new start's
+        `docker rm -f` ran too early, its `docker run` then met "Conflict. The container name is
+        already in use", and the gate passed against the orphan while the unit failed and came
+        back 15 s later (seen after a power cut during a mode switch)."""
+        run("systemctl", "stop", self.unit, check=check)
+        name = self.container_of(n)
+        if name:
+            settle_container(name)
+        run("systemctl", "start", self.unit, check=check)
 
     @staticmethod
     def previous_of(state: dict) -> int | None:
@@ -427,6 +525,21 @@ def in_flight(api_port: int) -> int:
     return int(total)
 
 
+def settle_container(name: str, quiet_s: float = 3.0, limit_s: float = 30.0) -> None:
+    """No container `name` for `quiet_s` in a row (one a killed client still had the daemon create
+    is removed as it appears), or `limit_s` passed."""
+    deadline, quiet_since = time.monotonic() + limit_s, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < quiet_s:
+        exists = (
+            subprocess.run(["docker", "container", "inspect", name], capture_output=True).returncode
+            == 0
+        )
+        if exists:
+            run("docker", "rm", "-f", name, check=False)
+            quiet_since = time.monotonic()
+        time.sleep(0.25)
+
+
 def run(*cmd: str, check: bool = True) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if check and proc.returncode != 0:
@@ -454,6 +567,8 @@ def main(argv=None) -> int:
     sub.add_parser("list")
     st = sub.add_parser("state")
     st.add_argument("--json", action="store_true", required=True)
+    pr = sub.add_parser("prune")
+    pr.add_argument("--keep", type=int, required=True)
     sub.add_parser("install-incoming")
     sub.add_parser("stop")
     sub.add_parser("drain")
@@ -472,6 +587,8 @@ def main(argv=None) -> int:
             print("\n".join(listing(rel)))
         elif args.cmd == "state":
             print(json.dumps(rel.snapshot()))
+        elif args.cmd == "prune":
+            rel.prune(args.keep)
         elif args.cmd == "install-incoming":
             rel.install_incoming()
         elif args.cmd == "activate":

@@ -32,17 +32,21 @@ class TailscaleStatus(FactBase):
 class Listeners(FactBase):
     """Sockets listening on addresses other than loopback, each
     ``{"proto", "address", "port", "process", "pid", "kit": bool}``, ``kit`` True for a process of
-    the serving container (same cgroup as its main process); and ``"policy"``: whether the rules
-    file already holds the kit's default-drop policy (so the owner's listeners were checked before).
+    the serving container (same cgroup as its main process); ``"policy"``: whether the rules
+    file already holds the kit's default-drop policy (so the owner's listeners were checked
+    before); ``"bridges"``: the interfaces of Docker's own bridge networks, as Docker names them
+    (``docker0``, ``br-<id>``; names that are no plain interface name are left out); ``"sshd"``:
+    the ports sshd listens on, from its own configuration (``sshd -T``: what a rented box behind a
+    port mapping serves on, whatever port the control machine dials) and from its sockets.
 
-    ``{"listeners": [...], "policy": bool}``.
+    ``{"listeners": [...], "policy": bool, "bridges": [...], "sshd": [22]}``.
     """
 
     POLICY_MARK = "laguna-kit policy: new connections off the tailnet are dropped"
 
     @staticmethod
     def default():
-        return {"listeners": [], "policy": False}
+        return {"listeners": [], "policy": False, "bridges": [], "sshd": []}
 
     def command(self, container, rules):
         c, r = shlex.quote(container), shlex.quote(rules)
@@ -52,12 +56,17 @@ class Listeners(FactBase):
             "do echo \"$p $(tr '\\n' ' ' < /proc/$p/cgroup 2>/dev/null)\"; done; echo __KIT__; "
             f"p=$(docker inspect -f '{{{{.State.Pid}}}}' {c} 2>/dev/null) && [ \"$p\" != 0 ] && "
             "tr '\\n' ' ' < /proc/$p/cgroup 2>/dev/null; echo; echo __POLICY__; "
-            f"grep -c {shlex.quote(self.POLICY_MARK)} {r} 2>/dev/null; true"
+            f"grep -c {shlex.quote(self.POLICY_MARK)} {r} 2>/dev/null; echo __BRIDGES__; "
+            "docker network ls --no-trunc -q --filter driver=bridge 2>/dev/null | xargs -r "
+            "docker network inspect -f "
+            "'{{.Id}} {{index .Options \"com.docker.network.bridge.name\"}}' 2>/dev/null; "
+            "echo __SSHD__; sshd -T 2>/dev/null | awk '$1 == \"port\" {print $2}'; true"
         )
 
     def process(self, output):
         parts = sections.split(
-            ["__SS__", *output], ["__SS__", "__CGROUPS__", "__KIT__", "__POLICY__"]
+            ["__SS__", *output],
+            ["__SS__", "__CGROUPS__", "__KIT__", "__POLICY__", "__BRIDGES__", "__SSHD__"],
         )
         cgroups = dict(line.split(" ", 1) for line in parts["__CGROUPS__"] if " " in line)
         kit = " ".join(parts["__KIT__"]).strip()
@@ -83,7 +92,37 @@ class Listeners(FactBase):
                 }
             )
         policy = any(line.strip() not in ("", "0") for line in parts["__POLICY__"])
-        return {"listeners": out, "policy": policy}
+        sshd = {int(p) for p in (line.strip() for line in parts["__SSHD__"]) if p.isdigit()}
+        sshd |= {
+            ln["port"] for ln in out if ln["process"] in SSHD and ln["proto"].startswith("tcp")
+        }
+        return {
+            "listeners": out,
+            "policy": policy,
+            "bridges": bridge_names(parts["__BRIDGES__"]),
+            "sshd": sorted(p for p in sshd if 0 < p < 65536),
+        }
+
+
+IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")  # IFNAMSIZ, and nothing nft would read
+
+
+def bridge_names(lines: list[str]) -> list[str]:
+    """Docker's bridge interfaces from `<network id> <com.docker.network.bridge.name>` lines: the
+    option's name, else Docker's own `br-<first 12 of the id>`."""
+    out = set()
+    for line in lines:
+        net_id, _, option = line.strip().partition(" ")
+        if not re.fullmatch(r"[0-9a-f]{12,64}", net_id):
+            continue
+        option = option.strip()
+        name = option if option and option != "<no value>" else f"br-{net_id[:12]}"
+        if IFNAME.fullmatch(name):
+            out.add(name)
+    return sorted(out)
+
+
+SSHD = ("sshd", "sshd-session")  # OpenSSH's listener (and, from 9.8, its session processes)
 
 
 def is_loopback(address: str) -> bool:

@@ -9,7 +9,7 @@ import os
 import shlex
 
 from pyinfra import host
-from pyinfra.api import FileUploadCommand, OperationError, operation
+from pyinfra.api import FileUploadCommand, OperationError, StringCommand, operation
 from pyinfra.api.util import get_template
 from pyinfra.facts.files import FileContents
 from pyinfra.operations import files as pyinfra_files
@@ -84,24 +84,31 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
     )
 
 
+PRIVATE_MODES = ("600", "400")  # files for root's eyes only: written from stdin, never uploaded
+
+
 @operation()
 def files_synced(
     files: list[tuple[bytes, str, str]],
     fetched: list[tuple[str, str, str]] = (),
     validate: dict[str, str] | None = None,
+    removed: list[str] = (),
 ):
     """
     Many small files put on the box in one operation, judged by one command (sha256 and mode of
     all of them): a converged box costs one remote command, not two or three per file. Only files
     whose content or mode differ are written (atomically: to a temporary name, then renamed).
 
-    + files: (content, destination, mode) of each file
+    + files: (content, destination, mode) of each file (text files of mode 600 or 400 go on a
+      command's stdin, never by upload)
     + fetched: (URL, destination, mode) of files the box downloads itself when they are missing
       (signing keys), before the files above; like ``files.download`` without a hash, an existing
-      one is kept
+      one is kept; an armored key fetched for a ``.gpg`` keyring is stored dearmored
     + validate: destination -> a command that must pass on the new file (``%s``: its temporary
       name) before it replaces the old one (as Ansible's ``validate``); files are written in the
       order given, so a file the checked one names can come first
+    + removed: files of the kit's that must not be there (an earlier layout's), judged by the
+      same command and removed after the new ones are in place
 
     **Example:**
 
@@ -110,8 +117,10 @@ def files_synced(
         files_synced(name="Box tools", files=[(b"print(1)", "/opt/laguna-kit/bin/x.py", "755")])
     """
     seen = host.get_fact(
-        FileHashes, paths=[dest for _, dest, _ in fetched] + [dest for _, dest, _ in files]
+        FileHashes,
+        paths=[dest for _, dest, _ in fetched] + [dest for _, dest, _ in files] + list(removed),
     )
+    gone = sorted(path for path in removed if path in seen)
     missing = [(url, dest, mode) for url, dest, mode in fetched if dest not in seen]
     remode = [
         (dest, mode) for _, dest, mode in fetched if dest in seen and seen[dest]["mode"] != mode
@@ -121,7 +130,7 @@ def files_synced(
         for data, dest, mode in files
         if seen.get(dest) != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
     ]
-    if not (missing or remode or stale):
+    if not (missing or remode or stale or gone):
         host.noop(f"{len(files) + len(fetched)} files up to date")
         return
     dirs = sorted({os.path.dirname(dest) for _, dest, _ in [*missing, *stale]})
@@ -129,16 +138,30 @@ def files_synced(
         yield "install -d -m 755 " + shlex.join(dirs)
     for url, dest, mode in missing:
         q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
+        # apt reads an armored key only from a `.asc` file: a `.gpg` keyring gets the binary form
+        dearmor = (
+            f" && if grep -q -- '-----BEGIN PGP' {q_tmp}; then gpg --batch --yes --dearmor "
+            f"-o {q_tmp}.bin {q_tmp} && mv -f {q_tmp}.bin {q_tmp}; fi"
+            if dest.endswith(".gpg")
+            else ""
+        )
         yield (
-            f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)} && chmod {shlex.quote(mode)} "
-            f"{q_tmp} && mv -f {q_tmp} {q_dest}"
+            f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)}{dearmor} && "
+            f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {q_dest}"
         )
     for dest, mode in remode:
         yield f"chmod {shlex.quote(mode)} {shlex.quote(dest)}"
     for data, dest, mode in stale:
         tmp = f"{dest}.laguna-new"
-        yield FileUploadCommand(io.BytesIO(data), tmp)
         q_tmp = shlex.quote(tmp)
+        if mode in PRIVATE_MODES:
+            # Never an upload (pyinfra's go through /tmp as the login user under sudo): on the
+            # stdin of the command that writes it, readable by root alone from its first byte.
+            yield StringCommand(f"umask 077 && cat > {q_tmp}", _stdin=data.decode())
+        else:
+            yield FileUploadCommand(io.BytesIO(data), tmp)
         if dest in (validate or {}):
             yield validate[dest].replace("%s", q_tmp)
         yield f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"
+    if gone:
+        yield "rm -f " + shlex.join(gone)

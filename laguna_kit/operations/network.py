@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import shlex
 import socket
 
 from pyinfra import host, logger
@@ -48,10 +49,10 @@ def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: 
             f"machine: export {auth_key_env}=tskey-auth-... (an auth key) and re-run"
         )
     key_file = secret_path("tailscale-authkey")
-    extra = (f" --hostname={hostname}" if hostname else "") + (
-        f" --advertise-tags={','.join(tags)}" if tags else ""
-    )
-    yield from with_secret(key, key_file, f"tailscale up --auth-key=file:{key_file}{extra}")
+    words = ["tailscale", "up", f"--auth-key=file:{key_file}"]
+    words += [f"--hostname={hostname}"] if hostname else []
+    words += [f"--advertise-tags={','.join(tags)}"] if tags else []
+    yield from with_secret(key, key_file, shlex.join(words))
 
 
 @operation()
@@ -164,7 +165,7 @@ def parse_ports(specs: list[str]) -> dict[str, list[int]]:
 def listeners_checked(
     container: str,
     rules: str,
-    ssh_port: int,
+    ssh_ports: list[int],
     api_port: int,
     open_ports: list[str],
     close_ok: bool = False,
@@ -176,7 +177,7 @@ def listeners_checked(
 
     + container: the serving container (its processes are the kit's own)
     + rules: the rules file (holding the policy means this check was passed before)
-    + ssh_port: the SSH port this run uses
+    + ssh_ports: the ports sshd listens on (kept open)
     + api_port: the API port
     + open_ports: ports kept open off the tailnet (firewall_open_ports)
     + close_ok: cut the listed listeners anyway (firewall_close_listeners)
@@ -187,10 +188,10 @@ def listeners_checked(
 
         listeners_checked(name="Listeners", container="vllm-laguna",
         rules="/etc/laguna-kit/firewall.nft",
-                          ssh_port=22, api_port=8080, open_ports=["tcp/9100"])
+                          ssh_ports=[22], api_port=8080, open_ports=["tcp/9100"])
     """
     opened = parse_ports(open_ports)
-    seen = host.get_fact(Listeners, container=container, rules=rules)
+    seen = memo.fact(host, Listeners, container=container, rules=rules)
     if seen["policy"]:
         host.noop("the default-drop policy is in place already (listeners were checked then)")
         return
@@ -201,7 +202,7 @@ def listeners_checked(
             if not ln["kit"]
             and ln["process"] not in NOT_CUT_PROCESSES
             and (ln["proto"][:3], ln["port"]) not in NOT_CUT
-            and not (ln["proto"].startswith("tcp") and ln["port"] in (ssh_port, api_port))
+            and not (ln["proto"].startswith("tcp") and ln["port"] in (*ssh_ports, api_port))
             and ln["port"] not in opened.get(ln["proto"][:3], [])
         }
     )

@@ -11,6 +11,7 @@ from .. import hardware, images
 from ..facts import memo
 from ..facts.docker import DockerImage
 from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus, PciGpus
+from ..facts.server import BoxBasics
 from .files import read_json
 
 
@@ -210,3 +211,25 @@ def image_cuda_checked(ref: str):
         )
     host.noop(f"{ref} requires {need.describe()}; the driver supports CUDA {smi['cuda']}")
     yield from ()
+
+
+@operation()
+def dev_char_links_present():
+    """
+    Every NVIDIA device node has its /dev/char/MAJOR:MINOR link (``nvidia-ctk system
+    create-dev-char-symlinks --create-all`` when one lacks it): with the systemd cgroup driver a
+    `systemctl daemon-reload` (any package's postinst runs one) otherwise takes the GPUs from the
+    running container ("Failed to initialize NVML: Unknown Error", NVIDIA/nvidia-docker#1730). A
+    udev rule (files/71-laguna-nvidia-dev-char.rules) does the same at every boot.
+
+    **Example:**
+
+    .. code:: python
+
+        dev_char_links_present(name="/dev/char links for the GPUs")
+    """
+    missing = memo.fact(host, BoxBasics).get("char_links_missing") or []
+    if not missing:
+        host.noop("every NVIDIA device node has its /dev/char link")
+        return
+    yield "nvidia-ctk system create-dev-char-symlinks --create-all"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from pyinfra import host, logger
@@ -131,3 +132,39 @@ def venv_packages(venv: str, packages: list[str], install_args: str = ""):
         yield f"{q}/bin/pip install{args} " + shlex.join(todo)
     if have is not None and not todo:
         host.noop(f"{venv}: {', '.join(packages)}")
+
+
+@operation()
+def packages_held(packages: list[str], same_version_as: str = "", family: str = ""):
+    """
+    ``apt-mark hold`` what dpkg actually installed: the named packages that are installed, and
+    every installed package whose name matches `family` at the version `same_version_as` has (a
+    driver's pieces share its version, whether the repository splits them into packages of their
+    own or one package provides them). Nothing is installed here.
+
+    + packages: names to hold when installed
+    + same_version_as: a package whose installed version the others are matched by
+    + family: a regular expression the names matched by version must fit
+
+    **Example:**
+
+    .. code:: python
+
+        packages_held(name="Driver held", packages=["nvidia-driver-cuda"],
+                      same_version_as="nvidia-driver-cuda", family=r"nvidia-.*")
+    """
+    installed = memo.fact(host, DebPackages)
+    held = set((memo.fact(host, Command, command="apt-mark showhold") or "").split())
+    want = {name for name in packages if name in installed}
+    versions = set(installed.get(same_version_as) or []) if same_version_as else set()
+    if versions and family:
+        want |= {
+            name
+            for name, vs in installed.items()
+            if re.fullmatch(family, name) and versions & set(vs)
+        }
+    todo = sorted(want - held)
+    if not todo:
+        host.noop(f"held: {', '.join(sorted(want))}" if want else "nothing installed yet to hold")
+        return
+    yield "apt-mark hold " + shlex.join(todo)

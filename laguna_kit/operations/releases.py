@@ -7,8 +7,9 @@ import json
 import shlex
 
 from pyinfra import host, logger
-from pyinfra.api import FileUploadCommand, OperationError, operation
+from pyinfra.api import FileUploadCommand, FunctionCommand, OperationError, operation
 
+from .. import rolls
 from ..boxcli import release_command, transient
 from ..facts import memo
 from ..facts.docker import DockerImage
@@ -83,7 +84,9 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
 
 
 @operation()
-def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
+def release_validated(
+    kit_dir: str, unit: str, auto_rollback: bool = True, keep_releases: int | None = None
+):
     """
     The current release passed the gate (readiness, smoke, fresh long prompt, DFlash acceptance).
 
@@ -94,6 +97,9 @@ def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
     + kit_dir: the kit's folder on the box
     + unit: the serving unit's name
     + auto_rollback: roll back to the previous release when the gate fails
+    + keep_releases: after a passing gate, remove the releases beyond the newest N and the image
+      and checkpoint revisions only they used (never the current release or the one a rollback
+      would run; None: keep everything)
 
     **Example:**
 
@@ -131,17 +137,22 @@ def release_validated(kit_dir: str, unit: str, auto_rollback: bool = True):
     validate = release_command(
         kit_dir, unit, "validate", *(["--auto-rollback"] if auto_rollback else [])
     )
+    if keep_releases:  # only after a pass: what the release that serves needs is kept
+        validate += " && " + release_command(kit_dir, unit, "prune", "--keep", int(keep_releases))
     yield transient("laguna-validate", validate)
 
 
 @operation(is_idempotent=False)
-def release_rolled_back(kit_dir: str, unit: str, to: int | None = None):
+def release_rolled_back(kit_dir: str, unit: str, to: int | None = None, gated: bool = False):
     """
     Activate the previous release (or release `to`) with the box's release manager.
 
     + kit_dir: the kit's folder on the box
     + unit: the serving unit's name
     + to: a release number; None for the previous one
+    + gated: run the gate right after, in the same operation (a fleet behind a router rolls back
+      one box at a time with `_serial=True`: each box drained, restarted and gated before the
+      next is touched); a box whose gate failed stops the boxes after it
 
     **Example:**
 
@@ -152,4 +163,47 @@ def release_rolled_back(kit_dir: str, unit: str, to: int | None = None):
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)["state"] or {}
     if st.get("current") is None:
         raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
+    if gated:
+        yield FunctionCommand(lambda state, host: refuse_after_a_failed_gate(state, host), (), {})
     yield release_command(kit_dir, unit, "rollback", *(["--to", int(to)] if to is not None else []))
+    if gated:
+        yield transient("laguna-validate", release_command(kit_dir, unit, "validate"))
+
+
+def refuse_after_a_failed_gate(state, host) -> None:
+    failed = [name for name in rolls.failed_gates(state) if name != host.name]
+    if failed:
+        raise OperationError(
+            f"{host.name}: the gate failed on {', '.join(failed)} earlier in this run: not rolled "
+            "back (it serves what it served)"
+        )
+
+
+@operation()
+def roll_unbroken():
+    """
+    No box's gate failed earlier in this run (a `--serial` roll): otherwise this box refuses
+    before anything on it changes, so a release that failed its gate goes no further, whatever
+    pyinfra's "continue?" prompt was answered.
+
+    **Example:**
+
+    .. code:: python
+
+        roll_unbroken(name="The roll goes on only while every gate passed")
+    """
+    rolls.watch(host.state)
+    if not host.state.is_executing:
+        host.noop("checked as the run reaches this box")
+        return
+    failed = [name for name in rolls.failed_gates(host.state) if name != host.name]
+    if failed:
+        why = (
+            f"{host.name}: the gate failed on {', '.join(failed)} earlier in this run: the roll "
+            "stops here and this box was not touched (it serves what it served). Read the failed "
+            "box's gate (tasks/status.py, tasks/logs.py), fix, and run again"
+        )
+        logger.error(why)  # pyinfra's prompt mode shows no text of an error raised here
+        raise OperationError(why)
+    host.noop("no gate failed earlier in this run")
+    yield from ()

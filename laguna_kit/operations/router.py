@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 
 from pyinfra import host, logger
-from pyinfra.api import operation
+from pyinfra.api import OperationError, operation
 
 from .. import fleet
 from ..boxcli import tool_command
@@ -86,12 +86,23 @@ def router_configured(
             f"{host.name}: this haproxy ({build.get('version')}) has no prometheus-exporter: "
             "only the stats page (/stats) is served on the metrics port"
         )
+    own = fleet.tailnet_ips(host)
+    if not own:
+        if not host.state.is_executing:
+            host.noop("written once the router is on the tailnet")
+            return
+        raise OperationError(
+            f"{host.name}: the router is not on the tailnet (tailscale status): it would have "
+            "no address to listen on; nothing was changed"
+        )
     text = kit_file(
         "files/haproxy.cfg.j2",
         **settings,
         keys_file=keys_file,
         servers=backends(host.state.inventory),
         prometheus=bool(build.get("prometheus")),
+        # its own tailnet addresses alone, never every address: off the tailnet it has no socket
+        binds=[f"ipv6@{a}" if ":" in a else f"ipv4@{a}" for a in own],
     )
     hashes = fleet.key_hashes(fleet.api_keys(keys_env, keys_path)).encode()
     # The keys first (the running router holds its ACL in memory): the new configuration names
@@ -114,8 +125,9 @@ def router_configured(
 def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
     """
     On a GPU box: the kit's firewall lets the fleet router's tailnet addresses (read from the
-    router now) reach the API and the agent port, and no other tailnet peer. Until the router is
-    on the tailnet, none do.
+    router now, each parsed and in the tailnet's ranges) reach the API and the agent port, and no
+    other tailnet peer. While the router's address is unknown (not on the tailnet yet, replaced,
+    unreachable), none do: the set is emptied, never left holding an old router.
 
     + kit_dir: the kit's folder on the box (laguna_firewall.py)
     + rules: the kit's rules file (it includes `peers_file`)
@@ -123,24 +135,30 @@ def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
     """
     router = fleet.router_of(host.state.inventory)
     ips = fleet.tailnet_ips(router) if router is not None else None
-    if not ips:
-        logger.warning(
-            f"{host.name}: the router {router.name if router else '?'} is not on the tailnet "
-            "(yet): no tailnet peer reaches this box's API; the next deploy opens it to the router"
-        )
-        host.noop("router address unknown: the API stays closed to the tailnet")
-        return
-    v4 = [a for a in ips if ":" not in a]
-    v6 = [a for a in ips if ":" in a]
+    name = fleet.server_name(router.name) if router is not None else "?"
+    v4 = [a for a in ips or [] if ":" not in a]
+    v6 = [a for a in ips or [] if ":" in a]
     text = (
-        f"# Managed by the laguna kit (tasks/router_agent.py): the fleet router {router.name}\n"
+        f"# Managed by the laguna kit (tasks/router_agent.py): the fleet router {name}\n"
         + (f"add element inet laguna_kit fleet_router_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
         + (f"add element inet laguna_kit fleet_router_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
+        + ("" if ips else "# its address is unknown to this run: no element, no peer\n")
     ).encode()
+    if not ips:
+        # Fail closed: the addresses of a router that is gone (replaced, not yet joined) must not
+        # keep reaching the API.
+        logger.warning(
+            f"{host.name}: the router {name} is not on the tailnet or this run cannot reach it: "
+            "no tailnet peer reaches this box's API until a deploy finds the router"
+        )
     # (written as <name>.laguna-new first: nft's *.nft include does not read it half-written)
     commands = list(files_synced._inner(files=[(text, peers_file, "644")]))
     if not commands:
-        host.noop(f"the API answers the router {router.name} ({', '.join(ips)}) alone")
+        host.noop(
+            f"the API answers the router {name} ({', '.join(ips)}) alone"
+            if ips
+            else "router address unknown: the API answers no tailnet peer"
+        )
         return
     yield from commands
     yield tool_command(kit_dir, "laguna_firewall.py", "load", rules)

@@ -32,6 +32,8 @@ def preflight(
     min_ram_mib: int,
     min_shm_mib: int,
     early_problem: str | None = None,
+    image_mib: int = 0,
+    docker_root: str = "/var/lib/docker",
 ):
     """
     Refuse the box, before anything on it changes, when it cannot serve the champion.
@@ -43,6 +45,8 @@ def preflight(
     + min_ram_mib: RAM floor
     + min_shm_mib: free /dev/shm floor
     + early_problem: a reason found before the operation ran (hub, serving flags), refused together
+    + image_mib: MiB the image's pull still needs in Docker's root (0: pulled, or size unknown)
+    + docker_root: Docker's data root (its free space is checked; shared when on model_dir's disk)
     + image_ref: the pinned image
     + image_need: its CUDA requirement ({"cuda_version", "require"}; None when it could not be read)
     + replace_driver: a working driver too old for the image may be replaced (else refused)
@@ -68,12 +72,26 @@ def preflight(
     gpus, source = gpus_seen()
     problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
-    space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm"])
-    free, shm, ram = space[model_dir], space["/dev/shm"], box["mem_mib"]
-    if free < need_mib:
+    space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm", docker_root])
+    free, shm, ram = space[model_dir]["mib"], space["/dev/shm"]["mib"], box["mem_mib"]
+    shared = space[docker_root]["mount"] == space[model_dir]["mount"]
+    if shared and free < need_mib + image_mib:
+        problems.append(
+            f"found {free} MiB free at {model_dir}, need {need_mib + image_mib} MiB: {need_mib} "
+            f"for the checkpoints not yet on disk plus margin, and {image_mib} for the image in "
+            f"Docker's root {docker_root} on the same disk: free space or point model_dir "
+            "elsewhere"
+        )
+    elif free < need_mib:
         problems.append(
             f"found {free} MiB free at {model_dir}, need {need_mib} MiB (checkpoints not yet on "
             f"disk plus margin): free space or point model_dir elsewhere"
+        )
+    if not shared and space[docker_root]["mib"] < image_mib:
+        problems.append(
+            f"found {space[docker_root]['mib']} MiB free at Docker's root {docker_root}, need "
+            f"{image_mib} MiB to pull the image (its registry manifest's size, unpacked): free "
+            "space there (`docker image prune` removes images no container uses)"
         )
     if ram < min_ram_mib:
         problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
@@ -215,7 +233,12 @@ def reboot_and_wait(timeout: int = 600):
 
 # The services the deploy keeps running: one `systemctl show` answers for all of them, so a
 # converged run asks once (a service not listed here is asked with them).
-KEPT_SERVICES = ("laguna-firewall.service", "docker.service", "tailscaled.service")
+KEPT_SERVICES = (
+    "laguna-firewall.service",
+    "laguna-firewall-watch.service",
+    "docker.service",
+    "tailscaled.service",
+)
 
 
 @operation()

@@ -213,12 +213,13 @@ def build() -> Path:
     _index(flat, ".", ".")
     _sign(flat, "APT::FTPArchive::Release::Origin=NVIDIA-standin")
     (root / "nvidia/gpgkey").write_bytes(public_armored)
-    cuda = root / "cuda/repos/debian12/x86_64"
-    cuda.mkdir(parents=True)
-    nvidia_repos.build_cuda_repo(cuda, work)
-    _index(cuda, ".", ".")
-    _sign(cuda, "APT::FTPArchive::Release::Origin=NVIDIA-CUDA-standin")
-    (cuda / "3bf863cc.pub").write_bytes(public_armored)
+    for shape in nvidia_repos.CUDA_SHAPES:  # cuda/ (split) and cuda-bundled/
+        cuda = root / ("cuda" if shape == "split" else f"cuda-{shape}") / "repos/debian12/x86_64"
+        cuda.mkdir(parents=True)
+        nvidia_repos.build_cuda_repo(cuda, work, shape)
+        _index(cuda, ".", ".")
+        _sign(cuda, "APT::FTPArchive::Release::Origin=NVIDIA-CUDA-standin")
+        (cuda / "3bf863cc.pub").write_bytes(public_armored)
     shutil.rmtree(work)
 
     # Tailscale's repository.

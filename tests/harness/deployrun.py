@@ -60,11 +60,14 @@ def deploy_command(
     args: list[str] = (),
     env: dict | None = None,
     via_tailnet: bool = False,
+    interactive: bool = False,
 ) -> tuple[list[str], dict]:
     """The operator's command line and environment for `deploy` on `boxes` (harness data on top).
 
     `via_tailnet`: run from the namespace that plays the other tailnet nodes, to the boxes' tailnet
     addresses (a control machine on the tailnet; it reaches nothing else of the harness).
+    `interactive`: as an operator types it, without -y (pyinfra then asks before it executes and
+    after a host fails) and without --json.
     """
     hosts = sandbox.write_hosts(
         run_dir() / f"hosts-{'-'.join(b.name for b in boxes)}.toml",
@@ -75,7 +78,8 @@ def deploy_command(
     full_env = dict(os.environ, LAGUNA_HOSTS=str(hosts), **sandbox.env())
     full_env.update(env or {})
     prefix = ["ip", "netns", "exec", TAILNET_NS] if via_tailnet else []
-    return [*prefix, PYINFRA, "-y", "--json", *args, "inventory.py", deploy], full_env
+    mode = [] if interactive else ["-y", "--json"]
+    return [*prefix, PYINFRA, *mode, *args, "inventory.py", deploy], full_env
 
 
 def result_of(returncode: int, stdout: str, stderr: str) -> DeployResult:
@@ -115,3 +119,46 @@ def start_deploy(sandbox, boxes, deploy: str = "deploy.py", **kw) -> subprocess.
 def wait_deploy(proc: subprocess.Popen, timeout: float = 900) -> DeployResult:
     out, err = proc.communicate(timeout=timeout)
     return result_of(proc.returncode, out, err)
+
+
+PROMPT = b"Press enter to execute..."
+
+
+def run_deploy_on_a_terminal(
+    sandbox, boxes, deploy: str = "deploy.py", timeout: float = 1500, **kw
+) -> tuple[DeployResult, int]:
+    """The run as an operator types it at a terminal (no -y, a pty) who presses Enter at every
+    prompt pyinfra shows: (its result, with the terminal's text as stdout; how many prompts)."""
+    import pty
+    import select
+    import time
+
+    cmd, full_env = deploy_command(sandbox, boxes, deploy, interactive=True, **kw)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        cmd, cwd=KIT_ROOT, stdin=slave, stdout=slave, stderr=slave, env=full_env, close_fds=True
+    )
+    os.close(slave)
+    out, prompts, deadline = b"", 0, time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the terminal closed: the run ended
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                while out.count(PROMPT) > prompts:
+                    prompts += 1
+                    os.write(master, b"\n")
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+    finally:
+        proc.wait(30)
+        os.close(master)
+    return result_of(proc.returncode, out.decode(errors="replace"), ""), prompts

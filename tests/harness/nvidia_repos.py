@@ -65,9 +65,16 @@ def stub_library(soname: str, work: Path) -> bytes:
 
 
 def build_deb(
-    out: Path, name: str, version: str, fields: dict, files: dict, postinst: str | None = None
+    out: Path,
+    name: str,
+    version: str,
+    fields: dict,
+    files: dict,
+    postinst: str | None = None,
+    conffiles: tuple[str, ...] = (),
 ) -> Path:
-    """A .deb with these control fields and {path: (bytes, mode)} files."""
+    """A .deb with these control fields and {path: (bytes, mode)} files (`conffiles`: absolute
+    paths dpkg treats as configuration files, as debhelper marks every file under /etc)."""
     stage = out / f".stage-{name}-{version}"
     shutil.rmtree(stage, ignore_errors=True)
     (stage / "DEBIAN").mkdir(parents=True)
@@ -84,6 +91,8 @@ def build_deb(
         "Description", f"STAND-IN {name} (laguna-kit test harness)\n Not NVIDIA software."
     )
     (stage / "DEBIAN/control").write_text("".join(f"{k}: {v}\n" for k, v in control.items()))
+    if conffiles:
+        (stage / "DEBIAN/conffiles").write_text("".join(f"{c}\n" for c in conffiles))
     if postinst:
         (stage / "DEBIAN/postinst").write_text("#!/bin/sh\nset -e\n" + postinst)
         (stage / "DEBIAN/postinst").chmod(0o755)
@@ -116,7 +125,17 @@ MODULE_POSTINST = (
 )
 
 
-def build_cuda_repo(out: Path, work: Path) -> None:
+# The CUDA repository's two possible shapes (which one NVIDIA's 580 branch has is not confirmed:
+# the kit must pass on both): "split", nvidia-driver-cuda depending on nvidia-smi, libcuda1,
+# libnvidia-ml1 and nvidia-persistenced as packages of their own (Debian's own split); "bundled",
+# nvidia-driver-cuda carrying them itself and Providing, Conflicting with and Replacing their names
+# (as one public installer, janisxyz/nvstack lib/debian.sh, reports `nvidia-driver-cuda Conflicts:
+# nvidia-smi`), the split packages still in the repository beside it.
+CUDA_SHAPES = ("split", "bundled")
+PIECES = ("nvidia-smi", "libcuda1", "libnvidia-ml1", "nvidia-persistenced")
+
+
+def build_cuda_repo(out: Path, work: Path, shape: str = "split") -> None:
     """Both branches of the driver, as the CUDA repository for debian12 lays them out (flat)."""
     libs = {so: stub_library(so, work) for so in ("libcuda.so.1", "libnvidia-ml.so.1")}
     persistenced = b"#!/bin/sh\n# STAND-IN nvidia-persistenced (laguna-kit test harness)\nexit 0\n"
@@ -206,6 +225,25 @@ def build_cuda_repo(out: Path, work: Path) -> None:
                 },
                 {},
                 None,
+            )
+            if shape == "split"
+            else (
+                "nvidia-driver-cuda",
+                {
+                    "Depends": f"nvidia-alternative (= {v})",
+                    "Provides": ", ".join(f"{p} (= {v})" for p in PIECES),
+                    "Conflicts": ", ".join(PIECES),
+                    "Replaces": ", ".join(PIECES),
+                },
+                {
+                    "usr/bin/nvidia-smi": (
+                        _render("nvidia-smi", DRIVER_VERSION=ver, CUDA_VERSION=cuda),
+                        0o755,
+                    ),
+                    "usr/bin/nvidia-persistenced": (persistenced, 0o755),
+                    **{f"{LIBDIR}/{so}": (data, 0o644) for so, data in libs.items()},
+                },
+                "ldconfig\n",
             ),
         ]
         for name, fields, files, postinst in specs:
@@ -227,9 +265,13 @@ def build_toolkit_repo(out: Path, work: Path) -> None:
             (
                 "nvidia-container-toolkit",
                 {
+                    # from v1.18.0 the tools dependency is (= V) (packaging/debian/control)
                     "Depends": f"nvidia-container-toolkit-base (= {v}), libnvidia-container-tools "
-                    f"(>= {v}), "
-                    "libnvidia-container-tools (<< 2.0.0)",
+                    + (
+                        f"(>= {v}), libnvidia-container-tools (<< 2.0.0)"
+                        if v < "1.18"
+                        else f"(= {v})"
+                    ),
                     "Breaks": OLD_RUNTIME,
                     "Replaces": OLD_RUNTIME,
                 },
@@ -283,3 +325,23 @@ def unpackaged_driver(root: Path, version: str, cuda: str, work: Path) -> None:
     (root / "etc/ld.so.conf.d/laguna-standin-nvidia.conf").write_text("/usr/local/nvidia/lib64\n")
     (root / "var/lib/standin-nvidia").mkdir(parents=True, exist_ok=True)
     (root / "var/lib/standin-nvidia/installed-in-boot").write_text("preinstalled\n")
+
+
+def cuda_keyring(out: Path, repo: str, key: bytes, distro: str = "debian12") -> Path:
+    """NVIDIA's cuda-keyring package as NVIDIA/apt-packaging-cuda-keyring builds it (its
+    debian/templates: cuda-archive-keyring.gpg into /usr/share/keyrings, cuda-REPO.list.in into
+    /etc/apt/sources.list.d as a conffile), for `repo` (the box's view of the stand-in
+    repository, where the real one names developer.download.nvidia.com)."""
+    line = f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {repo} /\n"
+    listing = f"etc/apt/sources.list.d/cuda-{distro}-x86_64.list"
+    return build_deb(
+        out,
+        "cuda-keyring",
+        "1.1-1",
+        {"Architecture": "all", "Section": "multiverse/devel"},
+        {
+            "usr/share/keyrings/cuda-archive-keyring.gpg": (key, 0o644),
+            listing: (line.encode(), 0o644),
+        },
+        conffiles=(f"/{listing}",),
+    )

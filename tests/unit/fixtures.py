@@ -6,7 +6,8 @@ Fact case:      {"arg": {kwargs}, "command": "...", "output": [lines], "fact": v
 Operation case: {"args": {kwargs}, "facts": {"<module>.<Fact>": value, or {"k=v,k2=v2": value}
                  for a fact asked with arguments}, "data": {host data}, "env": {control env},
                  "executing": bool (default true), "inventory": [{"name", "data", "facts"}]
-                 (the other hosts of the run, for fleet operations; data on top of group_data)}
+                 (the other hosts of the run, for fleet operations; data on top of group_data),
+                 "state": {attributes of the run's state}}
                 and one of "commands": [...], "noop": "text the no-op starts with",
                 "exception": {"name": "OperationError", "message": "text it contains"}.
 Commands are compared as strings; an upload as {"upload": dest}, one fed a secret on stdin as
@@ -150,6 +151,8 @@ def operation_output(name: str, case: dict):
         is_executing=case.get("executing", True),
         config=SimpleNamespace(DIFF=False),
         cwd=str(settings.KIT_ROOT),
+        # what the run remembered so far ("laguna_failed_gates": boxes whose gate failed)
+        **{k: set(v) if isinstance(v, list) else v for k, v in case.get("state", {}).items()},
     )
     host = FakeHost(case.get("facts", {}), case.get("data", {}), state)
     state.inventory = []

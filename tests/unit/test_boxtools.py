@@ -45,19 +45,18 @@ def test_releases_are_numbered_and_the_unit_is_reloaded_only_when_it_changed(box
     assert unit.startswith("# release 1\n")
     assert ("systemctl", "daemon-reload") in box.calls and (
         "systemctl",
-        "restart",
+        "start",
         box.unit,
     ) in box.calls
     incoming(box, unit_body="ExecStart=/usr/bin/docker run y")
     assert box.install_incoming() == 2
     assert box.state()["current"] == 2 and box.state()["previous"] == 1
     box.calls.clear()
-    box.activate(2)  # same unit file: restart, no reload
-    assert ("systemctl", "daemon-reload") not in box.calls and (
-        "systemctl",
-        "restart",
-        box.unit,
-    ) in box.calls
+    box.activate(2)  # same unit file: restart (stop, start), no reload
+    assert ("systemctl", "daemon-reload") not in box.calls and box.calls[-2:] == [
+        ("systemctl", "stop", box.unit),
+        ("systemctl", "start", box.unit),
+    ]
 
 
 def test_rollback_goes_to_the_previous_release_and_refuses_what_makes_no_sense(box):
@@ -70,7 +69,7 @@ def test_rollback_goes_to_the_previous_release_and_refuses_what_makes_no_sense(b
     assert box.rollback(None) == 1
     box.calls.clear()
     assert box.rollback(1) == 1  # re-activating the current release by number restarts it
-    assert ("systemctl", "restart", box.unit) in box.calls
+    assert ("systemctl", "start", box.unit) in box.calls
     with pytest.raises(release.ReleaseError, match="no release 7"):
         box.rollback(7)
 
@@ -140,8 +139,8 @@ def test_a_release_that_does_not_start_puts_the_previous_one_back(box, monkeypat
     def run(*cmd, check=True):
         box.calls.append(cmd)
         unit = open(os.path.join(release.UNIT_DIR, box.unit)).read()
-        if cmd[:2] == ("systemctl", "restart") and "bad" in unit:
-            raise release.ReleaseError("systemctl restart failed: Job failed")
+        if cmd[:2] == ("systemctl", "start") and "bad" in unit:
+            raise release.ReleaseError("systemctl start failed: Job failed")
 
     monkeypatch.setattr(release, "run", run)
     incoming(box, unit_body="ExecStart=/usr/bin/docker run bad")
@@ -151,6 +150,37 @@ def test_a_release_that_does_not_start_puts_the_previous_one_back(box, monkeypat
     assert box.state()["current"] == 1
     assert box.snapshot()["current"]["number"] == 1
     assert real_run is not run
+
+
+def test_a_container_a_killed_start_left_behind_is_removed_before_the_next_start(box, monkeypatch):
+    """A start killed seconds after boot: its `docker run` never saw the container the daemon
+    then created. The restart waits for it and removes it, so the new start's `docker run` owns
+    the name and the gate tests the unit's own container (the power-cut drill in test_service)."""
+    incoming(box)
+    folder = os.path.join(box.root, "incoming")
+    meta = json.load(open(os.path.join(folder, "release.json")))
+    meta["spec"]["argv"] = ["docker", "run", "--rm", "--name", "vllm-laguna", "img"]
+    json.dump(meta, open(os.path.join(folder, "release.json"), "w"))
+    seen = iter([False, True, True, False])  # absent, then the orphan appears, then it is gone
+    inspects = []
+
+    def fake(cmd, **kw):
+        inspects.append(cmd)
+        return release.subprocess.CompletedProcess(cmd, 0 if next(seen, False) else 1)
+
+    monkeypatch.setattr(release.subprocess, "run", fake)
+    monkeypatch.setattr(release.time, "sleep", lambda s: None)
+    clock = iter(range(0, 10_000))
+    monkeypatch.setattr(release.time, "monotonic", lambda: next(clock) * 0.25)
+    box.install_incoming()
+    calls = box.calls
+    rm = calls.index(("docker", "rm", "-f", "vllm-laguna"))
+    assert (
+        calls.index(("systemctl", "stop", box.unit))
+        < rm
+        < calls.index(("systemctl", "start", box.unit))
+    )
+    assert calls.count(("docker", "rm", "-f", "vllm-laguna")) == 2
 
 
 def record(folder, revision):
@@ -269,6 +299,47 @@ def test_firewall_state_names_a_missing_or_altered_table(tmp_path, monkeypatch):
     assert firewall.state(str(rules)) == {"table": "altered"}
     live["table"] = ""
     assert firewall.state(str(rules)) == {"table": "missing"}
+
+
+def test_firewall_watch_loads_a_flushed_or_hand_changed_table_again(tmp_path, monkeypatch):
+    """The watch between deploys: a table gone or changed by hand is loaded from the rules; a
+    deploy or a self-revert under way (rules not confirmed yet) is left alone; a table that cannot
+    be loaded stops serving."""
+    from laguna_kit.boxtools import firewall
+
+    live, stopped, loads = {"table": "T1"}, [], []
+
+    def fake_nft(*args, check=True):
+        loads.append(args)
+        if live.get("broken"):
+            return firewall.subprocess.CompletedProcess(args, 1, "", "syntax error")
+        live["table"] = "T1"
+        return firewall.subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(firewall, "live_table", lambda: live["table"] or None)
+    monkeypatch.setattr(firewall, "nft", fake_nft)
+    monkeypatch.setattr(  # (confirm's disarm of a revert timer is no stop of serving)
+        firewall.subprocess, "run", lambda cmd, **kw: "revert" in cmd[-1] or stopped.append(cmd[-1])
+    )
+    rules = tmp_path / "fw.nft"
+    rules.write_text("rules\n")
+    assert firewall.restore(str(rules), ["laguna-vllm.service"]) is None  # unrecorded, present
+    firewall.confirm(str(rules))
+    assert firewall.restore(str(rules), ["laguna-vllm.service"]) is None and not loads
+    live["table"] = ""  # nft flush ruleset
+    assert "gone" in firewall.restore(str(rules), ["laguna-vllm.service"])
+    assert loads == [("-f", str(rules))] and live["table"] == "T1" and not stopped
+    live["table"] = "T2"  # nft delete rule ... by hand
+    assert "changed by hand" in firewall.restore(str(rules), ["laguna-vllm.service"])
+    loads.clear()
+    rules.write_text("new rules, a deploy under way\n")
+    live["table"] = "T3"
+    assert firewall.restore(str(rules), ["laguna-vllm.service"]) is None and not loads
+    firewall.confirm(str(rules))
+    live.update(table="", broken=True)
+    said = firewall.restore(str(rules), ["laguna-vllm.service", "laguna-router.service"])
+    assert "could not be loaded again" in said and "syntax error" in said
+    assert stopped == ["laguna-vllm.service", "laguna-router.service"]
 
 
 @pytest.mark.parametrize(
@@ -523,3 +594,53 @@ def test_one_run_asking_twice_at_once_holds_the_lock_at_once(tmp_path):
     while time.monotonic() < deadline and alive(record["pid"]):
         time.sleep(0.2)
     assert not alive(record["pid"])
+
+
+def test_prune_keeps_the_newest_the_current_and_the_rollback_target_and_what_they_use(
+    box, tmp_path, monkeypatch
+):
+    """keep_releases: older releases go with the checkpoint revisions and images only they used;
+    what a kept release names stays, so a rollback still finds it."""
+    models = tmp_path / "models"
+    live = models / "Target"
+
+    specs = [("a" * 40, "sha256:1"), ("b" * 40, "sha256:2"), ("c" * 40, "sha256:2")]
+    specs.append(("d" * 40, "sha256:3"))
+    for n, (rev, digest) in enumerate(specs, 1):  # four releases, as four deploys leave them
+        os.makedirs(box.folder(n))
+        spec = {
+            "image": "vllm/vllm-openai:v0.25.1",
+            "image_digest": digest,
+            "checkpoints": [{"dest": str(live), "revision": rev}],
+        }
+        with open(os.path.join(box.folder(n), "release.json"), "w") as fh:
+            json.dump({"number": n, "spec": spec}, fh)
+    box.save({"current": 4, "history": [{"release": n} for n in (1, 2, 3, 4)], "failed": [1]})
+    # revision d is live; a, b, c are kept in the stash; the box has images 1, 2, 3 and another
+    os.makedirs(live, exist_ok=True)
+    (live / ".laguna-verified.json").write_text(json.dumps({"revision": "d" * 40}))
+    for rev in "abc":
+        os.makedirs(revisions_stash(live, rev * 40))
+    images = "\n".join(
+        f"vllm/vllm-openai@{d}" for d in ("sha256:1", "sha256:2", "sha256:3", "sha256:owner")
+    )
+    monkeypatch.setattr(release, "capture", lambda *cmd: images if "image" in cmd else "")
+    plan = box.prune_plan(2)
+    # releases 3 and 4 are the newest two; 4 is current and 3 the rollback target
+    assert plan["releases"] == [1, 2]
+    assert plan["revisions"] == [revisions_stash(live, "a" * 40), revisions_stash(live, "b" * 40)]
+    # 2 is still run by release 3; the owner's image was never a release's
+    assert plan["images"] == ["vllm/vllm-openai@sha256:1"]
+    box.prune(2)
+    assert box.numbers() == [3, 4]
+    assert not os.path.exists(revisions_stash(live, "a" * 40))
+    assert os.path.isdir(revisions_stash(live, "c" * 40))
+    assert ("docker", "image", "rm", "vllm/vllm-openai@sha256:1") in box.calls
+    assert box.prune_plan(2) == {"releases": [], "revisions": [], "images": []}
+    assert box.state()["failed"] == []  # release 1 is gone, and with it its mark
+
+
+def revisions_stash(live, rev):
+    from laguna_kit.boxtools import revisions
+
+    return revisions.stash_path(str(live), rev)

@@ -37,3 +37,22 @@ def test_every_operation_has_a_fixture():
         for attr, obj in vars(module).items():
             if hasattr(obj, "_inner") and getattr(obj._inner, "__module__", "") == module.__name__:
                 assert f"{info.name}.{attr}" in have, f"no fixture for operation {info.name}.{attr}"
+
+
+def test_the_reboot_wait_after_the_driver_is_the_knob(monkeypatch):
+    """nvidia_reboot_timeout_s reaches the wait (a server with many GPUs may POST for minutes)."""
+    from laguna_kit.operations import server
+    from laguna_kit.settings import KIT_ROOT, defaults
+
+    from .fixtures import HERE, operation_output
+
+    case = read(HERE / "operations/nvidia.nvidia_driver_loaded/reboot-allowed.json")
+    case["args"]["reboot_timeout"] = 1800
+    waited = []
+    monkeypatch.setattr(server, "wait_for_reboot", lambda host, timeout: waited.append(timeout))
+    commands, _ = operation_output("nvidia.nvidia_driver_loaded", case)
+    commands[-1].function(None, None)
+    assert waited == [1800]
+    assert defaults()["nvidia_reboot_timeout_s"] == 600
+    driver_task = (KIT_ROOT / "tasks/driver.py").read_text()
+    assert "reboot_timeout=d.nvidia_reboot_timeout_s" in driver_task

@@ -5,7 +5,7 @@ import hashlib
 import json
 
 import pytest
-from pyinfra.api import FileUploadCommand, OperationError
+from pyinfra.api import FileUploadCommand, OperationError, StringCommand
 
 from laguna_kit import fleet
 from laguna_kit.boxtools import firewall
@@ -21,13 +21,16 @@ def case(name):
 
 
 def uploads(name, doc):
-    """{dest: bytes} of an operation's uploads."""
+    """{dest: bytes} of the files an operation writes: uploads, and private files fed on stdin."""
     commands, _ = operation_output(name, doc)
-    return {
-        c.dest.removesuffix(".laguna-new"): c.src.getvalue()
-        for c in commands
-        if isinstance(c, FileUploadCommand)
-    }
+    out = {}
+    for c in commands:
+        if isinstance(c, FileUploadCommand):
+            out[c.dest.removesuffix(".laguna-new")] = c.src.getvalue()
+        elif isinstance(c, StringCommand) and c.connector_arguments.get("_stdin") is not None:
+            dest = str(c).rsplit("> ", 1)[1].removesuffix(".laguna-new")
+            out[dest] = c.connector_arguments["_stdin"].encode()
+    return out
 
 
 def key_one():
@@ -63,10 +66,16 @@ def test_a_converged_router_is_left_alone(monkeypatch):
     }
     commands, noops = run_operation("router.router_configured", doc)
     assert commands == [] and noops[-1].endswith("are current"), (commands, noops)
-    # a new key: only the key file changes, and the router reloads
+    # a new key: only the key file changes (on stdin, never an upload), and the router reloads
     monkeypatch.setenv("LAGUNA_API_KEYS", f"{key_one()},key-two-0123456789abcdef")
     commands, _ = run_operation("router.router_configured", doc)
-    assert {"upload": "/etc/laguna-kit/router-api-keys.sha256.laguna-new"} in commands
+    written = "umask 077 && cat > /etc/laguna-kit/router-api-keys.sha256.laguna-new"
+    assert {"command": written, "stdin": True} in commands
+    assert not any(
+        c.get("upload", "").startswith("/etc/laguna-kit/router-api")
+        for c in commands
+        if isinstance(c, dict)
+    )
     assert {"upload": "/etc/laguna-kit/haproxy.cfg.laguna-new"} not in commands
     assert commands[-1].startswith("if systemctl is-active --quiet laguna-router.service")
 
@@ -78,18 +87,64 @@ def test_the_box_firewall_lets_in_the_router_addresses_read_now():
     assert "add element inet laguna_kit fleet_router_v6 { fd7a:115c:a1e0::90:9 }" in text
 
 
+RULES_BASE = dict(
+    ssh_ports=[22],
+    open_tcp=[9100],
+    open_udp=[],
+    agent_port=8091,
+    api_port=8080,
+    peers_glob="/etc/laguna-kit/firewall.d/*.nft",
+    ssh_tailnet_only=False,
+    docker_bridges=["br-0123456789ab", "docker0"],
+    router_ports=[],
+    router_user="haproxy",
+)
+
+
+def rules(**kw) -> list[str]:
+    text = kit_file("files/laguna-firewall.nft.j2", **dict(RULES_BASE, **kw)).decode()
+    return [line.strip() for line in text.splitlines() if not line.strip().startswith("#")]
+
+
 def test_rules_with_a_router_close_the_api_to_other_tailnet_peers():
-    base = dict(ssh_port=22, open_tcp=[], open_udp=[], agent_port=8091, api_port=8080)
-    base.update(peers_glob="/etc/laguna-kit/firewall.d/*.nft", ssh_tailnet_only=False)
-    alone = kit_file("files/laguna-firewall.nft.j2", **base, fleet_router=False).decode()
-    routed = kit_file("files/laguna-firewall.nft.j2", **base, fleet_router=True).decode()
-    assert "fleet_router" not in alone and 'include "' not in alone
-    lines = [line.strip() for line in routed.splitlines()]
+    alone = rules(fleet_router=False)
+    routed = rules(fleet_router=True)
+    assert not any("fleet_router" in line or line.startswith("include") for line in alone)
     drop = 'iifname "tailscale0" tcp dport { 8080, 8091 } counter drop'
-    accept_all = 'iifname "tailscale0" ip saddr 100.64.0.0/10 accept'
-    # the router's accept and the drop for every other peer come before the tailnet's accept-all
-    assert lines.index(drop) < lines.index(accept_all)
-    assert 'include "/etc/laguna-kit/firewall.d/*.nft"' in lines
+    assert 'iifname "tailscale0" ip saddr 100.64.0.0/10 accept' in alone
+    # behind a router no tailnet peer gets every port: the router the API and agent, the others
+    # SSH, ping and the listed ports, then nothing (torch's TCPStore on 29500 included)
+    assert not any("100.64.0.0/10 accept" in line or "a1e0::/48 accept" in line for line in routed)
+    tail = routed[routed.index(drop) :]
+    assert tail[1:5] == [
+        'iifname "tailscale0" tcp dport { 22 } accept',
+        'iifname "tailscale0" meta l4proto { icmp, ipv6-icmp } accept',
+        'iifname "tailscale0" tcp dport { 9100 } accept',
+        'iifname "tailscale0" counter drop',
+    ]
+    assert 'include "/etc/laguna-kit/firewall.d/*.nft"' in routed
+
+
+def test_docker_bridges_by_name_and_never_the_api_or_agent():
+    lines = rules(fleet_router=True)
+    assert 'iifname { "br-0123456789ab", "docker0" } tcp dport { 8080, 8091 } counter drop' in lines
+    # no wildcard: a host bridge named br-lan or an OVS br-ex is no container network
+    assert not any("br-*" in line for line in lines)
+    drop = lines.index(
+        'iifname { "br-0123456789ab", "docker0" } tcp dport { 8080, 8091 } counter drop'
+    )
+    assert lines[drop + 1] == 'iifname { "br-0123456789ab", "docker0" } accept'
+
+
+def test_on_the_router_host_only_haproxy_reaches_the_boxes():
+    lines = rules(fleet_router=False, router_ports=[8080, 8091])
+    assert (
+        'oifname "tailscale0" tcp dport { 8080, 8091 } meta skuid != "haproxy" counter drop'
+        in lines
+    )
+    # a container there (forwarded, masqueraded as the router) does not either
+    assert 'oifname "tailscale0" tcp dport { 8080, 8091 } counter drop' in lines
+    assert not any("chain output" in line for line in rules(fleet_router=True))
 
 
 def test_a_changed_include_is_a_changed_table(tmp_path):
@@ -108,14 +163,63 @@ def test_a_changed_include_is_a_changed_table(tmp_path):
 
 def test_api_keys_from_the_environment_and_a_file(tmp_path):
     f = tmp_path / "keys"
-    f.write_text("# the fleet's keys\nkey-from-file-0123456789 # laptop\n\n")
+    # a # starts a comment only at the start of a line: inside a key it is part of the key
+    f.write_text("# the fleet's keys\n  # laptop\nkey-from-file#0123456789abc\n\n")
     env = {"K": "key-one-0123456789abcdef, key-two-0123456789abcdef key-one-0123456789abcdef"}
     assert fleet.api_keys("K", str(f), env) == [
-        "key-from-file-0123456789",
+        "key-from-file#0123456789abc",
         "key-one-0123456789abcdef",
         "key-two-0123456789abcdef",
     ]
+    f.write_text("key-from-file-0123456789 # laptop\n")  # was cut at the # and accepted
+    with pytest.raises(OperationError, match="holds spaces"):
+        fleet.api_keys("", str(f), {})
     with pytest.raises(OperationError, match="set K=<key>"):
         fleet.api_keys("K", "", {})
     with pytest.raises(OperationError, match="router_api_keys_file"):
         fleet.api_keys("K", str(tmp_path / "missing"), env)
+
+
+@pytest.mark.parametrize(
+    "key, why",
+    [
+        ("passwordpassword", "fewer than 22"),
+        ("passwordpasswordpasswordpassword", "distinct characters"),
+        ("0123456789abcdef0123456789abcde", "fewer than 32"),  # 31 hex: 124 bits
+        ("key\x01control-0123456789abcdef", "control characters"),
+    ],
+)
+def test_weak_api_keys_are_refused(key, why):
+    with pytest.raises(OperationError, match=why):
+        fleet.api_keys("K", "", {"K": key})
+
+
+def test_a_random_key_of_128_bits_or_more_passes():
+    import secrets
+
+    assert fleet.api_keys("K", "", {"K": secrets.token_hex(24)})  # openssl rand -hex 24
+    assert fleet.api_keys("K", "", {"K": secrets.token_urlsafe(16)})  # 22 base64url characters
+
+
+def test_the_router_listens_on_its_tailnet_addresses_and_guards_its_metrics(monkeypatch):
+    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
+    cfg = uploads("router.router_configured", doc)["/etc/laguna-kit/haproxy.cfg"].decode()
+    binds = [line.strip() for line in cfg.splitlines() if line.strip().startswith("bind ")]
+    assert binds == [
+        "bind ipv4@100.90.9.2:8090 transparent",
+        "bind ipv6@fd7a:115c:a1e0::90:9:8090 transparent",
+        "bind ipv4@100.90.9.2:8405 transparent",
+        "bind ipv6@fd7a:115c:a1e0::90:9:8405 transparent",
+    ]
+    metrics = cfg[cfg.index("frontend metrics") :]
+    guard = metrics.index("http-request return status 401")
+    assert guard < metrics.index("prometheus-exporter") and guard < metrics.index("stats enable")
+
+
+def test_a_router_off_the_tailnet_gets_no_configuration(monkeypatch):
+    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
+    doc["facts"]["network.TailscaleStatus"] = {"BackendState": "NeedsLogin"}
+    with pytest.raises(OperationError, match="not on the tailnet"):
+        operation_output("router.router_configured", doc)
