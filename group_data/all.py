@@ -50,7 +50,7 @@ target_repo = "poolside/Laguna-S-2.1-INT4"  # the INT4 target with calibrated FP
 target_revision = "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"  # pinned with the drafter below: never mix
 drafter_repo = "poolside/Laguna-S-2.1-DFlash-INT4"  # the precision-matched DFlash drafter
 drafter_revision = "5e07c246915c86dc6920fead03d019989224f2ba"  # pinned together with target_revision
-checkpoint_free_margin_gib = 10  # ~85 GB of checkpoints plus this, free before the first byte
+checkpoint_free_margin_gib = 10  # the checkpoints (~80 GB: target 72-77, drafter 2.1; the recipe asks ~85 free) plus this, free before the first byte
 hf_endpoint = "https://huggingface.co"  # the hub (a mirror or the harness stand-in elsewhere)
 hf_token_env = "HF_TOKEN"  # the control machine's environment variable holding the hub token
 checkpoint_rehash = False  # True re-hashes every file once (suspected bit rot); normally a stat record is trusted
@@ -126,6 +126,7 @@ serving_profiles = {  # the recipe's three modes; None = the flag is left out (v
         "derived": ["max_model_len", "gate_prompt_tokens"],
     },
 }
+serving_overrides = {}  # e.g. {"gpu_memory_utilization": 0.86}: one value of the chosen mode changed, the rest kept (shown as not the recipe's)
 vllm_extra_args = []  # extra vLLM flags; the seed's proven-unsafe ones are refused unless forced
 container_extra_env = {}  # extra container env; the graph-estimate switch is refused unless forced
 force_unsafe = False  # accept flags the recipe saw crash (gmu >= 0.90 with DFlash, estimate off, ...)

@@ -10,8 +10,13 @@
     sudo_user = "root"             # sudo's target user (default root)
     roles = ["gpu"]                # "gpu": a serving box (default); "router": the fleet's router
                                    # (a small tailnet node: ["router"]; a GPU box too: both)
+    ssh_config_file = "~/.ssh/config"   # any of pyinfra's SSH connection data, verbatim (a jump
+                                        # host: ProxyJump in that file, which pyinfra honours)
     [hosts.data]                   # per-host overrides of group_data/all.py knobs
     nvidia_allow_reboot = true
+
+    [data]                         # fleet-wide overrides (every host), under each [hosts.data]
+    serving_overrides = {gpu_memory_utilization = 0.86}
 
 Errors name the file, the host and the field, before any host is contacted: a misspelt knob in
 [hosts.data] would otherwise be silently ignored and the default used.
@@ -19,9 +24,11 @@ Errors name the file, the host and the field, before any host is contacted: a mi
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
+import typing
 from pathlib import Path
 
 from . import knobtypes
@@ -39,6 +46,28 @@ CONNECTION_FIELDS = {
     "roles": list,
 }
 ROLES = ("gpu", "router")
+
+
+def _ssh_connector_fields() -> dict[str, type]:
+    """pyinfra's own SSH connection data (ssh_key_password, ssh_forward_agent, ssh_config_file ...),
+    read from the installed pyinfra so the file follows its version; the ones the kit's own fields
+    set (address, port, user, key, known_hosts) are left to those."""
+    from pyinfra.connectors.ssh import ConnectorData, connector_data_meta
+
+    hints = typing.get_type_hints(ConnectorData)
+    own = {"ssh_hostname", "ssh_port", "ssh_user", "ssh_key", "ssh_known_hosts_file"}
+    return {k: hints.get(k, str) for k in connector_data_meta if k not in own}
+
+
+SSH_FIELDS = _ssh_connector_fields()
+# Names seen in other tools' inventories that pyinfra 3.x does not have, with the way it does it.
+NOT_PYINFRA = {
+    "ssh_proxy_command": "pyinfra has no ssh_proxy_command: put ProxyCommand (or ProxyJump) in an "
+    'ssh config file and set ssh_config_file = "/path/to/it" (pyinfra honours both)',
+    "ssh_proxy_jump": "pyinfra has no ssh_proxy_jump: put ProxyJump in an ssh config file and set "
+    'ssh_config_file = "/path/to/it"',
+    "password": "the SSH password is ssh_password (better: a key)",
+}
 # A host's name goes into nft files, haproxy.cfg and log lines; its address and user into SSH.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
 ADDRESS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}|[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
@@ -56,6 +85,8 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         doc = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise HostsFileError(f"hosts file {path} does not exist") from None
+    except OSError as exc:
+        raise HostsFileError(f"hosts file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise HostsFileError(f"hosts file {path} is not valid TOML: {exc}") from None
     entries = doc.get("hosts")
@@ -65,25 +96,39 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         or not all(isinstance(e, dict) for e in entries)
     ):
         raise HostsFileError(f"hosts file {path} has no [[hosts]] entries")
-    unknown_top = set(doc) - {"hosts"}
+    unknown_top = set(doc) - {"hosts", "data"}
     if unknown_top:
         raise HostsFileError(
-            f"hosts file {path}: unknown top-level keys {sorted(unknown_top)}; expected [[hosts]]"
+            f"hosts file {path}: unknown top-level keys {sorted(unknown_top)}; expected [[hosts]] "
+            "and an optional [data] table of fleet-wide knobs"
         )
+    fleet = doc.get("data", {})
+    if not isinstance(fleet, dict):
+        raise HostsFileError(f"hosts file {path}: data must be a table ([data]) of knobs")
+    _check_knobs(f"hosts file {path}, [data]", fleet, table="[data]")
     out, seen = [], set()
     for i, entry in enumerate(entries, 1):
         where = f"hosts file {path}, host #{i}"
         for key, value in entry.items():
-            if key not in CONNECTION_FIELDS:
+            if key in NOT_PYINFRA:
+                raise HostsFileError(f"{where}: {key}: {NOT_PYINFRA[key]}")
+            want = CONNECTION_FIELDS.get(key) or SSH_FIELDS.get(key)
+            if want is None:
+                hint = _did_you_mean(key, [*CONNECTION_FIELDS, *SSH_FIELDS])
                 raise HostsFileError(
-                    f"{where}: unknown field {key!r}; allowed: {sorted(CONNECTION_FIELDS)}"
+                    f"{where}: unknown field {key!r}{hint}; allowed: {sorted(CONNECTION_FIELDS)} "
+                    f"and pyinfra's SSH data {sorted(SSH_FIELDS)}"
                 )
-            want = CONNECTION_FIELDS[key]
-            if not isinstance(value, want) or (isinstance(value, bool) and want is not bool):
+            ok = isinstance(value, want) and not (isinstance(value, bool) and want is not bool)
+            if want is float and isinstance(value, int) and not isinstance(value, bool):
+                ok = True
+            if not ok:
+                shown = "(hidden)" if "password" in key else repr(value)
                 raise HostsFileError(
-                    f"{where}: {key} must be {CONNECTION_FIELDS[key].__name__}, "
-                    f"got {type(value).__name__} {value!r}"
+                    f"{where}: {key} must be {want.__name__}, got {type(value).__name__} {shown}"
                 )
+            if key in SSH_FIELDS and isinstance(value, str) and knobtypes.NO_CONTROL(value):
+                raise HostsFileError(f"{where}: {key} holds a control character")
         roles = entry.get("roles", ["gpu"])
         if not roles or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles):
             raise HostsFileError(
@@ -111,8 +156,12 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         if name in seen:
             raise HostsFileError(f"{where}: duplicate host name {name!r}")
         seen.add(name)
-        data = dict(entry.get("data", {}))
+        data = dict(fleet, **entry.get("data", {}))
         _check_knobs(where, data)
+        for key in SSH_FIELDS:
+            if key in entry:
+                value = entry[key]
+                data[key] = os.path.expanduser(value) if key.endswith("_file") else value
         data.update(
             laguna_roles=list(roles),
             ssh_hostname=entry["address"],
@@ -141,7 +190,24 @@ def of_role(hosts: list[tuple[str, dict]], role: str) -> list[tuple[str, dict]]:
 EXTRA_KNOBS = {"rollback_to": int, "log_lines": int}
 
 
-def _check_knobs(where: str, data: dict) -> None:
+def _did_you_mean(key: str, names) -> str:
+    close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.75)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def unknown_knob(key: str, known, table: str = "") -> str:
+    """The refusal's words for a knob no table has, with the nearest real names (difflib)."""
+    from .profiles import PROFILE_FIELDS
+
+    if key in PROFILE_FIELDS:
+        hint = f" ({key} is a serving profile's value: set serving_overrides = {{{key} = ...}})"
+    else:
+        hint = _did_you_mean(key, [*known, *EXTRA_KNOBS])
+    where = f" in {table}" if table else ""
+    return f"unknown knob {key!r}{where}{hint}; knobs are listed in group_data/all.py"
+
+
+def _check_knobs(where: str, data: dict, table: str = "[hosts.data]") -> None:
     from .settings import defaults
 
     known = defaults()
@@ -151,12 +217,7 @@ def _check_knobs(where: str, data: dict) -> None:
         elif key in known:
             want = type(known[key])
         else:
-            close = sorted(k for k in known if k.split("_")[0] == key.split("_")[0])[:4]
-            raise HostsFileError(
-                f"{where}: unknown knob {key!r} in [hosts.data]"
-                + (f" (did you mean {', '.join(close)}?)" if close else "")
-                + "; knobs are listed in group_data/all.py"
-            )
+            raise HostsFileError(f"{where}: {unknown_knob(key, known, table)}")
         ok = isinstance(value, want) and not (isinstance(value, bool) and want is not bool)
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             ok = True

@@ -203,6 +203,23 @@ def profiles() -> Check:
     return check
 
 
+def overrides() -> Check:
+    """serving_overrides: profile values by name, each a number or None."""
+    from .profiles import PROFILE_FIELDS
+
+    def check(value):
+        if not isinstance(value, dict):
+            return "must be a table of profile values"
+        for k, v in value.items():
+            if k not in PROFILE_FIELDS:
+                return f"has {k!r}, not a profile value (one of {', '.join(PROFILE_FIELDS)})"
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                return f"{k} must be a number or None"
+        return None
+
+    return check
+
+
 # The shapes shared by several knobs.
 ENV_NAME = pattern(r"[A-Za-z_][A-Za-z0-9_]{0,127}", "an environment variable name")
 PORT = integer(1, 65535)
@@ -290,6 +307,7 @@ CHECKS: dict[str, Check] = {
     "container_network_env": mapping(ENV_NAME, NO_CONTROL),
     "vllm_common_args": listof(NO_CONTROL),
     "serving_profiles": profiles(),
+    "serving_overrides": overrides(),
     "vllm_extra_args": listof(NO_CONTROL),
     "container_extra_env": mapping(ENV_NAME, NO_CONTROL),
     "force_unsafe": flag(),
@@ -343,6 +361,15 @@ def refuse_bad(host) -> None:
     `--data` alike) has its type, else the run stops here, before any host is changed."""
     from pyinfra.api.exceptions import DeployError
 
+    for source, keys in _data_sources(host):
+        for key in keys:
+            if not _known_key(key):
+                from .hostsfile import unknown_knob
+                from .settings import defaults
+
+                raise DeployError(
+                    f"{host.name}: {source}: {unknown_knob(key, defaults())}; nothing was changed"
+                )
     for name in CHECKS:
         value = host.data.get(name)
         if value is None and name in ("rollback_to", "log_lines"):
@@ -350,3 +377,26 @@ def refuse_bad(host) -> None:
         bad = problem(name, value)
         if bad:
             raise DeployError(f"{host.name}: knob {name} = {value!r} {bad}; nothing was changed")
+
+
+def _data_sources(host):
+    """Where a misspelt knob would otherwise be silently ignored: `--data` and the group_data/
+    files of the host's groups (all.py is the defaults themselves)."""
+    inventory = getattr(host, "inventory", None)
+    if inventory is None:  # a host outside an inventory (tests): its data is all there is
+        return
+    yield "--data", list(inventory.get_override_data() or {})
+    for group in getattr(host, "groups", []):
+        name = getattr(group, "name", group)
+        if name != "all":
+            yield f"group_data/{name}.py", list(inventory.get_group_data(name) or {})
+
+
+def _known_key(key: str) -> bool:
+    from .hostsfile import EXTRA_KNOBS, SSH_FIELDS
+    from .settings import defaults
+
+    if key in CHECKS or key in EXTRA_KNOBS or key in SSH_FIELDS or key == "laguna_roles":
+        return True
+    # pyinfra's own: its connection data (ssh_hostname ...) and global arguments (_sudo ...).
+    return key.startswith(("ssh_", "_")) or key in defaults()

@@ -18,6 +18,15 @@ from .hub import is_pinned
 from .settings import KIT_ROOT, checkpoint_pairs
 
 CONTAINER_CACHE = "/root/.cache/huggingface"  # where the recipe mounts the model cache
+# A profile row's values; serving_overrides may change any of them for the chosen mode.
+PROFILE_FIELDS = (
+    "max_model_len",
+    "gpu_memory_utilization",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "dflash_tokens",
+    "gate_prompt_tokens",
+)
 
 
 class ProfileError(ValueError):
@@ -82,7 +91,22 @@ def render(d, image_digest: str | None = None) -> Serving:
         raise ProfileError(
             f"serving_mode {mode!r} is not a profile; choose one of {', '.join(profiles)}"
         )
-    p = profiles[mode]
+    overrides = dict(get("serving_overrides") or {})
+    stray = sorted(set(overrides) - set(PROFILE_FIELDS))
+    if stray:
+        raise ProfileError(
+            f"serving_overrides: {', '.join(stray)} is not a profile value; "
+            f"one of {', '.join(PROFILE_FIELDS)}"
+        )
+    p = dict(profiles[mode], **overrides)
+    if not isinstance(p.get("gate_prompt_tokens"), int):
+        raise ProfileError(f"serving_mode {mode!r}: gate_prompt_tokens must be a number of tokens")
+    # Said in the release (status, the summary): the box does not run the recipe's row as published.
+    overridden = [
+        f"serving_overrides {k}={v!r} (the profile's {profiles[mode].get(k)!r})"
+        for k, v in overrides.items()
+        if profiles[mode].get(k) != v
+    ]
     extra_args = list(get("vllm_extra_args") or [])
     network_env = get("container_network_env") or {}
     env = dict(get("container_env"), **network_env, **(get("container_extra_env") or {}))
@@ -159,6 +183,7 @@ def render(d, image_digest: str | None = None) -> Serving:
         p.get("max_model_len"),
         speculative,
         list(p.get("derived", []))
+        + overridden
         + ([f"{', '.join(network_env)} on loopback (not in the recipe)"] if network_env else []),
         warnings,
     )

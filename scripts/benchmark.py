@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Client-wall chat benchmark like the recipe's (500 tokens, temperature 0, non-streaming, so the
 wall includes prefill) plus streamed time to first token; prints a table and writes JSON.
-usage: benchmark.py [URL] [--max-tokens 500] [--runs 3] [--json out.json]"""
+usage: benchmark.py [URL] [--max-tokens 500] [--runs 3] [--json out.json]
+                    [--api-key KEY] [--session ID]"""
 
 import argparse
 import json
@@ -9,6 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from laguna_kit import clients  # noqa: E402
 from laguna_kit.boxtools.gate import benchmark  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
@@ -17,8 +19,9 @@ p.add_argument("--model", default="laguna")
 p.add_argument("--max-tokens", type=int, default=500)
 p.add_argument("--runs", type=int, default=3)
 p.add_argument("--json", help="also write the rows here")
+clients.add_arguments(p)
 a = p.parse_args()
-rows = benchmark(a.url, a.model, a.max_tokens, a.runs)
+rows = benchmark(a.url, a.model, a.max_tokens, a.runs, headers=clients.headers(a))
 print(f"{'run':>3} {'output tokens':>13} {'wall s':>8} {'tok/s':>8} {'TTFT s':>7}")
 for r in rows:
     print(

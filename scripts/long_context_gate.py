@@ -2,7 +2,8 @@
 """The recipe's long-context gate against any OpenAI-compatible endpoint: a fresh ~190K-token prompt
 (unique prefix, so the prefix cache cannot answer) plus generation; the API's usage is
 authoritative.
-usage: long_context_gate.py [URL] [--prompt-tokens 190000] [--max-tokens 32] [--timeout 300]"""
+usage: long_context_gate.py [URL] [--prompt-tokens 190000] [--max-tokens 32] [--timeout 300]
+[--api-key KEY] [--session ID] (through the router)"""
 
 import argparse
 import json
@@ -10,6 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from laguna_kit import clients  # noqa: E402
 from laguna_kit.boxtools.gate import GateFailure, long_context  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
@@ -18,10 +20,16 @@ p.add_argument("--model", default="laguna")
 p.add_argument("--prompt-tokens", type=int, default=190000)
 p.add_argument("--max-tokens", type=int, default=32)
 p.add_argument("--timeout", type=float, default=300)
+clients.add_arguments(p)
 a = p.parse_args()
 try:
     print(
-        json.dumps(long_context(a.url, a.model, a.prompt_tokens, a.max_tokens, a.timeout), indent=1)
+        json.dumps(
+            long_context(
+                a.url, a.model, a.prompt_tokens, a.max_tokens, a.timeout, headers=clients.headers(a)
+            ),
+            indent=1,
+        )
     )
 except GateFailure as exc:
     sys.exit(f"long-context gate failed: {exc}")

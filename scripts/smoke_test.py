@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test any OpenAI-compatible endpoint like the recipe's: /v1/models lists the model, and a
-short
-chat completion returns text.   usage: smoke_test.py [URL] [--model laguna]"""
+short chat completion returns text.
+usage: smoke_test.py [URL] [--model laguna] [--api-key KEY] [--session ID]"""
 
 import argparse
 import json
@@ -9,13 +9,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from laguna_kit import clients  # noqa: E402
 from laguna_kit.boxtools.gate import GateFailure, smoke  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("url", nargs="?", default="http://localhost:8080/v1")
 p.add_argument("--model", default="laguna")
+clients.add_arguments(p)
 a = p.parse_args()
 try:
-    print(json.dumps(smoke(a.url, a.model), indent=1))
+    print(json.dumps(smoke(a.url, a.model, headers=clients.headers(a)), indent=1))
 except GateFailure as exc:
     sys.exit(f"smoke test failed: {exc}")

@@ -1,11 +1,14 @@
-# Pre-flight: refuse a box that cannot serve the champion, before anything on it changes.
+# Pre-flight: refuse a box that cannot serve the champion, before anything on it changes; and name
+# every input a later step needs (the tailnet's auth key, leave to reboot) now, not halfway.
 from pyinfra import host, logger
 from pyinfra.facts.server import LinuxDistribution
 
-from laguna_kit import images, sources
+from laguna_kit import images, readiness, sources
 from laguna_kit.facts import memo
 from laguna_kit.facts.checkpoints import FileSizes
 from laguna_kit.facts.docker import DockerImage
+from laguna_kit.facts.network import TailscaleStatus
+from laguna_kit.facts.nvidia import NvidiaSmiGpus
 from laguna_kit.hub import HubError, source_checkpoint
 from laguna_kit.operations.server import preflight
 from laguna_kit.profiles import ProfileError, render
@@ -36,6 +39,17 @@ info, unread = images.info_or_reason(d.image_registry, d.vllm_image)
 need = info[0] if info else None
 if unread:
     logger.warning(f"{host.name}: {unread}; a driver already on the box is judged after the pull")
+reboot = readiness.reboot_reason(
+    memo.fact(host, NvidiaSmiGpus), need, d.nvidia_driver_replace, d.nvidia_driver_branch
+)
+if reboot and d.nvidia_allow_reboot:
+    logger.warning(f"{host.name}: this deploy will reboot the box: {reboot}")
+for problem in (
+    readiness.reboot_problem(reboot, d.nvidia_allow_reboot),
+    readiness.tailnet_problem(memo.fact(host, TailscaleStatus), d.tailscale_auth_key_env),
+):
+    if problem:
+        problems.append(problem)
 pulled = bool((memo.fact(host, DockerImage, ref=d.vllm_image) or {}).get("digest"))
 image_mib = 0 if pulled or not info else int(info[1] * images.UNPACK_FACTOR) >> 20
 docker_root = (d.docker_daemon_config or {}).get("data-root") or "/var/lib/docker"

@@ -11,6 +11,8 @@ def test_bare_box_converges_with_reboot_then_changes_nothing(make_box, deploy):
     assert "NVIDIA driver loaded (reboot when allowed)" in " ".join(first.changed(b.name)), (
         "no reboot happened"
     )
+    # Said up front, while pyinfra plans (before it asks to go on): the reboot, and why.
+    assert "this deploy will reboot the box: no NVIDIA driver answers" in first.stderr
     # The driver is loaded and sees the four cards.
     rows = b.run(
         "nvidia-smi --query-gpu=name,memory.total --format=csv,noheader"
@@ -69,22 +71,19 @@ def test_bare_box_converges_with_reboot_then_changes_nothing(make_box, deploy):
     assert second.changed() == [], f"second run changed: {second.changed()}"
 
 
-def test_reboot_needed_but_not_allowed_stops_with_instructions(make_box, deploy):
+def test_a_reboot_without_leave_is_refused_before_any_change(make_box, deploy):
+    """A bare box needs a reboot after its driver install: without nvidia_allow_reboot the
+    pre-flight says so, naming the knob, before the first change (not after the driver)."""
     b = make_box()
+    before = b.run("dpkg -l | md5sum; ls /etc/apt/sources.list.d").stdout
     res = deploy(b, data={"nvidia_allow_reboot": False})
     assert not res.ok
-    assert "the NVIDIA driver is installed but not loaded" in res.output
-    assert "set nvidia_allow_reboot=True" in res.output
-    assert b.run("dpkg-query -W -f='${Status}' nvidia-kernel-dkms").stdout == "hold ok installed"
-    # The operator reboots by hand; the re-run then converges without rebooting again.
-    b.run("systemctl reboot", check=False)
-    import time
-
-    time.sleep(2)
-    b.wait_ssh()
-    res = deploy(b, data={"nvidia_allow_reboot": False})
-    assert res.ok, res.explain()
-    assert not any("reboot" in name for name in res.changed())
+    assert "pre-flight refused" in res.output and "this deploy must reboot the box" in res.output
+    assert "Set nvidia_allow_reboot = true" in res.output
+    assert "Nothing on the box was changed" in res.output
+    assert res.changed() == []
+    assert b.run("dpkg -l | md5sum; ls /etc/apt/sources.list.d").stdout == before
+    assert "laguna_kit" not in b.run("nft list tables").stdout
 
 
 DRIVER_535 = {"version": "535.261.03", "cuda": "12.2"}  # a driver a .run left, too old for CUDA 13

@@ -66,14 +66,19 @@ def wait_ready(base: str, timeout: float, unit: str | None = None, every: float 
         time.sleep(1)
 
 
-def smoke(base: str, model: str, timeout: float = 120) -> dict:
-    models = httpx.get(f"{base}/models", timeout=30).json()
+def smoke(base: str, model: str, timeout: float = 120, headers: dict | None = None) -> dict:
+    """`headers`: the router's (Authorization, the session header); a box's own port needs none."""
+    r = httpx.get(f"{base}/models", timeout=30, headers=headers)
+    if r.status_code != 200:
+        raise GateFailure(f"/v1/models failed: HTTP {r.status_code} {r.text[:300]}")
+    models = r.json()
     ids = [m["id"] for m in models.get("data", [])]
     if model not in ids:
         raise GateFailure(f"/v1/models lists {ids}, not {model!r}")
     r = httpx.post(
         f"{base}/chat/completions",
         timeout=timeout,
+        headers=headers,
         json={
             "model": model,
             "messages": [{"role": "user", "content": SMOKE_PROMPT}],
@@ -99,7 +104,12 @@ def smoke(base: str, model: str, timeout: float = 120) -> dict:
 
 
 def long_context(
-    base: str, model: str, prompt_tokens: int, max_tokens: int, timeout: float
+    base: str,
+    model: str,
+    prompt_tokens: int,
+    max_tokens: int,
+    timeout: float,
+    headers: dict | None = None,
 ) -> dict:
     """A fresh ~prompt_tokens prompt ("x " is about one token each) plus generation, streamed."""
     prefix = f"[laguna-kit gate {uuid.uuid4().hex}] "
@@ -116,7 +126,9 @@ def long_context(
     first = end = None
     usage, finish, text = None, None, ""
     try:
-        with httpx.stream("POST", f"{base}/completions", json=body, timeout=timeout) as r:
+        with httpx.stream(
+            "POST", f"{base}/completions", json=body, timeout=timeout, headers=headers
+        ) as r:
             if r.status_code != 200:
                 r.read()
                 raise GateFailure(f"long prompt failed: HTTP {r.status_code} {r.text[:300]}")
@@ -196,7 +208,12 @@ def dflash_check(before: dict, after: dict, min_acceptance: float) -> dict:
 
 
 def benchmark(
-    base: str, model: str, max_tokens: int = 500, runs: int = 3, timeout: float = 300
+    base: str,
+    model: str,
+    max_tokens: int = 500,
+    runs: int = 3,
+    timeout: float = 300,
+    headers: dict | None = None,
 ) -> list[dict]:
     """Client-wall decode speed like the recipe's (non-streaming, includes prefill) plus streamed
     TTFT."""
@@ -209,7 +226,7 @@ def benchmark(
             "temperature": 0,
         }
         t0 = time.monotonic()
-        r = httpx.post(f"{base}/chat/completions", json=body, timeout=timeout)
+        r = httpx.post(f"{base}/chat/completions", json=body, timeout=timeout, headers=headers)
         wall = time.monotonic() - t0
         r.raise_for_status()
         out = r.json()["usage"]["completion_tokens"]
@@ -220,9 +237,14 @@ def benchmark(
             f"{base}/chat/completions",
             json=dict(body, stream=True, max_tokens=8),
             timeout=timeout,
+            headers=headers,
         ) as s:
             for line in s.iter_lines():
-                if line.startswith("data: ") and '"content"' in line:
+                # the first token, an answer's or the thinking's (the recipe serves with thinking)
+                if line.startswith("data: ") and (
+                    '"content":"' in line.replace(" ", "")
+                    or '"reasoning":"' in line.replace(" ", "")
+                ):
                     ttft = time.monotonic() - t0
                     break
         rows.append(

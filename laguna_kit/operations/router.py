@@ -45,14 +45,21 @@ def backends(inventory) -> list[dict]:
 
 
 @operation()
-def router_keys_present(env: str, file: str = ""):
+def router_keys_present(env: str, file: str = "", early_problem: str | None = None):
     """
     At least one API key is set for the fleet (refused, naming the variable, before any change).
 
     + env: the control machine's environment variable with the keys
     + file: or a file on the control machine, one key per line
+    + early_problem: another missing input found before any change (a router host that is not a
+      GPU box has no pre-flight of its own), refused here with the keys' problem if any
     """
-    keys = fleet.api_keys(env, file)
+    try:
+        keys = fleet.api_keys(env, file)
+    except OperationError as exc:
+        raise OperationError("; ".join(x for x in (str(exc), early_problem) if x)) from None
+    if early_problem:
+        raise OperationError(f"{host.name}: {early_problem}. Nothing on the box was changed.")
     host.noop(f"{len(keys)} API key(s) from {' and '.join(x for x in (env, file) if x)}")
     yield from ()
 

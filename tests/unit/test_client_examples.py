@@ -1,0 +1,179 @@
+"""DEPLOYMENT.md's API examples work as written: the curl commands and the OpenAI SDK example,
+run word for word against the stand-in vLLM server (tests/harness/standin_vllm, started here on
+loopback with the kit's own serving arguments: thinking on by default, vLLM's reasoning parser),
+and the command-line clients send the router's key and session header."""
+
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from laguna_kit.profiles import CONTAINER_CACHE, render
+from laguna_kit.settings import KIT_ROOT, defaults
+
+STANDIN = KIT_ROOT / "tests/harness/standin_vllm/vllm_standin.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The stand-in with the champion's vLLM arguments, its cache in a temporary folder."""
+    cache = tmp_path_factory.mktemp("hf-cache")
+    knobs = defaults()
+    for repo in (knobs["target_repo"], knobs["drafter_repo"]):
+        folder = cache / repo.split("/")[-1]
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+    port = free_port()
+    args = [a.replace(CONTAINER_CACHE, str(cache)) for a in render(knobs).vllm_args]
+    args[args.index("--host") + 1] = "127.0.0.1"
+    args[args.index("--port") + 1] = str(port)
+    proc = subprocess.Popen(
+        [sys.executable, str(STANDIN), *args],
+        env=dict(os.environ, STANDIN_LOAD_SECONDS="0"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+def api_blocks(lang: str) -> list[str]:
+    text = (KIT_ROOT / "DEPLOYMENT.md").read_text()
+    section = text.split("\n## API\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{lang}\n(.*?)```", section, re.S)
+
+
+def curl_commands() -> list[str]:
+    lines = api_blocks("sh")[0].replace("\\\n", " ").splitlines()
+    return [line for line in lines if line.startswith("curl ")]
+
+
+def test_the_examples_are_where_the_test_reads_them():
+    assert len(curl_commands()) >= 3 and len(api_blocks("python")) == 1
+
+
+@pytest.mark.parametrize("command", curl_commands())
+def test_each_documented_curl_answers(served, command):
+    out = subprocess.run(
+        shlex.split(command.replace("BOX:8080", served)) + ["-sS", "--max-time", "20"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    body = json.loads(out)
+    if "/chat/completions" in command:
+        message = body["choices"][0]["message"]
+        assert message["content"] == "Laguna serving is healthy.", body
+    else:
+        assert [m["id"] for m in body["data"]] == ["laguna"]
+
+
+def test_the_sdk_example_streams_the_answer(served):
+    code = api_blocks("python")[0].replace("http://ROUTER:8090", f"http://{served}")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.strip() == "Laguna serving is healthy."
+
+
+def test_the_short_answer_without_room_ends_in_the_thinking(served):
+    """Why the docs give room: the recipe's thinking default with max_tokens 32 (the old example)
+    returns the thinking and no answer."""
+    import httpx
+
+    r = httpx.post(
+        f"http://{served}/v1/chat/completions",
+        json={
+            "model": "laguna",
+            "messages": [{"role": "user", "content": "Reply with exactly: hi"}],
+            "max_tokens": 32,
+        },
+    ).json()
+    message = r["choices"][0]["message"]
+    assert message["content"] is None and message["reasoning"]
+
+
+class Capture(BaseHTTPRequestHandler):
+    seen: list = []
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, body: dict):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        Capture.seen.append(dict(self.headers))
+        self.reply({"data": [{"id": "laguna", "max_model_len": 204800}]})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        Capture.seen.append(dict(self.headers))
+        self.reply({"choices": [{"message": {"content": "ok"}}]})
+
+
+def test_the_smoke_script_sends_the_routers_key_and_session():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Capture.seen = []
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        key = "k" * 32
+        proc = subprocess.run(
+            [sys.executable, str(KIT_ROOT / "scripts/smoke_test.py"), url, "--session", "s-1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ, LAGUNA_API_KEY=key),
+        )
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        server.shutdown()
+    assert len(Capture.seen) == 2
+    for headers in Capture.seen:
+        assert headers["Authorization"] == f"Bearer {key}"
+        assert headers["X-Session-Id"] == "s-1"
+
+
+@pytest.mark.parametrize(
+    "args, why",
+    [
+        (["--session-header", "X-Id\r\nHost: evil"], "--session-header"),
+        (["--api-key", "a b"], "--api-key holds spaces"),
+    ],
+)
+def test_client_headers_are_refused_when_they_could_split_a_request(args, why):
+    proc = subprocess.run(
+        [sys.executable, str(KIT_ROOT / "scripts/smoke_test.py"), "http://127.0.0.1:9/v1", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0 and why in proc.stderr
