@@ -40,3 +40,4 @@ if gpu:
     steps.include("tasks/image.py")
     steps.include("tasks/service.py")  # its unit requires the firewall unit
     steps.include("tasks/validate.py")
+steps.include("tasks/summary.py")  # read for the summary printed at the end of the run

@@ -105,6 +105,8 @@ serving_profiles = {  # the recipe's three modes; None = the flag is left out (v
         "max_num_batched_tokens": 2048,  # prefill workspace; the 4096 chunk OOMed at ~180K
         "dflash_tokens": 7,  # DFlash k=7; acceptance collapsed beyond ~5 positions at k=15
         "gate_prompt_tokens": 190000,  # the recipe's fresh near-limit gate
+        "recipe_decode_tok_s": 282.5,  # measured: 500 tokens in 1.770 s (client wall, non-streaming)
+        "recipe_gate_s": 73.6,  # measured: the 190,002-token gate prompt plus 32 tokens
         "derived": [],
     },
     "context-first": {  # 256K without DFlash, 88.9 tok/s flat, KV pool 390,566
@@ -114,6 +116,8 @@ serving_profiles = {  # the recipe's three modes; None = the flag is left out (v
         "max_num_batched_tokens": None,  # not published: vLLM's default
         "dflash_tokens": None,  # no speculative decoding
         "gate_prompt_tokens": 250000,  # derived: near the 262,144 limit, like the champion's gate
+        "recipe_decode_tok_s": 88.9,  # measured, flat
+        "recipe_gate_s": None,  # not published
         "derived": ["gate_prompt_tokens", "marlin and --disable-custom-all-reduce kept (not stated)"],
     },
     "speed-128k": {  # the prior speed build and the recipe's rollback: 149.9-259.7 tok/s, pool 160,335
@@ -123,6 +127,8 @@ serving_profiles = {  # the recipe's three modes; None = the flag is left out (v
         "max_num_batched_tokens": 4096,
         "dflash_tokens": 7,
         "gate_prompt_tokens": 120000,  # derived: near the 131,072 limit
+        "recipe_decode_tok_s": 259.7,  # measured 149.9-259.7 by prompt; the best
+        "recipe_gate_s": None,  # not published
         "derived": ["max_model_len", "gate_prompt_tokens"],
     },
 }

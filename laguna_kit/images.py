@@ -133,7 +133,12 @@ def image_info(registry: str, ref: str, timeout: float = 20) -> tuple[CudaRequir
             int(layer.get("size") or 0) for layer in manifest.get("layers") or []
         )
     except httpx.HTTPError as exc:
-        raise ImageError(f"cannot read {ref} from {registry}: {type(exc).__name__}") from None
+        url = str(getattr(getattr(exc, "request", None), "url", "") or registry)
+        raise ImageError(
+            f"cannot read {ref} from {registry}: {type(exc).__name__} at {url} "
+            f"({exc or 'no reason given'}); check this machine reaches the registry "
+            "(image_registry, a proxy) or pull the image on the box by hand"
+        ) from None
     except (KeyError, ValueError, TypeError) as exc:
         raise ImageError(f"{registry} sent an unexpected manifest for {ref} ({exc})") from None
     return from_env((config.get("config") or {}).get("Env") or []), size

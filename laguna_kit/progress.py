@@ -7,6 +7,7 @@ import time
 
 PRINT_EVERY_S = 30  # the longest a waiting deploy stays silent
 POLL_S = 5
+SILENT_S = 4  # no byte for longer than this is said (the record is fresh every 2 s regardless)
 
 
 def _duration(s: float | None) -> str:
@@ -30,7 +31,14 @@ def line(rec: dict, now: float | None = None) -> str:
     out += f"{rec.get('files_done', 0)}/{rec.get('files', 0)} files"
     if rec.get("retries"):
         out += f", {rec['retries']} retried (last: {rec.get('last_error', '')})"
-    age = (now or time.time()) - rec.get("updated", now or time.time())
+    now = now or time.time()
+    age = now - rec.get("updated", now)
+    silent = now - rec.get("last_byte", now)
     if rec.get("state") == "running" and age > 3 * POLL_S:
-        out += f"; no news for {int(age)} s"
+        out += f"; no news for {int(age)} s (is the download still running? tasks/status.py)"
+    elif rec.get("state") == "running" and silent > SILENT_S:
+        out += (
+            f"; no byte for {int(silent)} s (a silent transfer: it is resumed after "
+            "download_read_timeout_s)"
+        )
     return out

@@ -18,7 +18,7 @@ import time
 from pyinfra import local, state
 from pyinfra.api.state import BaseStateCallback
 
-from . import connection
+from . import connection, interrupt
 
 STEP_OF: dict[str, str] = {}  # operation hash -> task file
 ORDER: list[str] = []
@@ -75,6 +75,8 @@ def table() -> dict:
 
 
 def _report() -> None:
+    from . import summary
+
     times = table()
     if not times:
         return
@@ -89,9 +91,11 @@ def _report() -> None:
     if path:
         with open(path, "w") as fh:
             json.dump({"order": ORDER, "hosts": times}, fh, indent=1)
+    summary.report(sorted(set(times) | set(summary.RECORDS)))
 
 
 def _install() -> None:
+    interrupt.install()  # Ctrl-C ends the run within seconds, saying what goes on box-side
     connection.install(state)  # the deploy's many small commands: no Nagle delay on each
     if not any(isinstance(h, Timer) for h in state.callback_handlers):
         state.add_callback_handler(Timer())

@@ -373,3 +373,38 @@ def test_a_download_outlives_a_killed_run_and_the_next_run_waits_for_it(make_box
         b.run(f"sha256sum {TARGET}/{SHARD}").stdout.split()[0]
         == hashlib.sha256(hub_file(sandbox, SHARD)).hexdigest()
     )
+
+
+def test_ctrl_c_during_the_download_wait_ends_the_run_within_seconds(make_box, sandbox):
+    """Ctrl-C (SIGINT) while the run waits for the box-side download: the process is gone within
+    5 s, saying the download goes on as its unit and the next run resumes it; and it does."""
+    import signal
+
+    from tests.harness.deployrun import start_deploy, wait_deploy
+
+    b = make_box()
+    hub_control("reset")
+    hub_control("faults", {"slow": {SHARD: 64 << 10}})  # the wait lasts well beyond the signal
+    run = start_deploy(sandbox, [b], DEPLOY)
+    part = f"{TARGET}/.laguna-partial/{SHARD}.part"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and b.run(f"test -s {part}", check=False).returncode != 0:
+        time.sleep(0.2)
+    time.sleep(1)  # inside the kit's wait loop (it polls every 5 s)
+    run.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        res = wait_deploy(run, timeout=30)
+    finally:
+        run.kill()
+    gone = time.monotonic() - sent
+    assert gone < 5, f"still running {gone:.1f} s after Ctrl-C"
+    assert "the next run of the same command resumes or waits for it" in res.output, res.explain()
+    runs = b.run("systemctl list-units --plain --no-legend --state=active 'laguna-fetch-*'")
+    assert "laguna-fetch-Laguna-S-2.1-INT4:" in runs.stdout, "the download died with the run"
+    hub_control("reset")
+    from tests.harness.deployrun import run_deploy
+
+    again = run_deploy(sandbox, [b], DEPLOY)
+    assert again.ok, again.explain()
+    print(f"\nCtrl-C to the process gone: {gone:.2f} s")

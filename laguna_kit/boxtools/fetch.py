@@ -155,8 +155,9 @@ def describe(exc: BaseException) -> str:
 
 
 class Progress:
-    """Bytes done / total for the whole checkpoint, written as JSON to a file every few seconds
-    (atomically: a reader never sees half a record)."""
+    """Bytes done / total for the whole checkpoint, written as JSON to a file every 2 s whether or
+    not bytes arrive (atomically: a reader never sees half a record). A fresh record with an old
+    `last_byte` is a silent transfer; a stale record is a fetch that no longer runs."""
 
     def __init__(self, path: str | None, repo: str, total: int, done: int, files: int):
         self.path, self.repo = path, repo
@@ -165,10 +166,29 @@ class Progress:
         self.started = time.time()
         self.window = [(time.monotonic(), done)]  # (time, done) samples for the rate
         self.written = 0.0
+        self.last_byte = time.time()
+        self.state = "running"
+        self._beating = threading.Event()
+
+    def beat(self, every: float = 2.0) -> None:
+        """Write the record every `every` seconds until stop(): while every transfer is silent
+        (a stalled CDN, a slow hub) the record stays fresh and says how long no byte came."""
+        if not self.path:
+            return
+
+        def loop():
+            while not self._beating.wait(every):
+                self.maybe_write(force=True)
+
+        threading.Thread(target=loop, daemon=True, name="progress").start()
+
+    def stop(self) -> None:
+        self._beating.set()
 
     def add(self, n: int) -> None:
         with LOCK:
             self.done += n
+            self.last_byte = time.time()
         self.maybe_write()
 
     def note(self, *, file_done: bool = False, error: str = "") -> None:
@@ -204,17 +224,20 @@ class Progress:
             "last_error": self.last_error,
             "started": round(self.started, 3),
             "updated": round(time.time(), 3),
+            "last_byte": round(self.last_byte, 3),
             "pid": os.getpid(),
         }
 
-    def maybe_write(self, force: bool = False, state: str = "running") -> None:
+    def maybe_write(self, force: bool = False, state: str | None = None) -> None:
+        if state:  # the heartbeat writes whatever the fetch last said (never "running" again)
+            self.state = state
         if not self.path or (not force and time.monotonic() - self.written < 2):
             return
         self.written = time.monotonic()
         tmp = f"{self.path}.{threading.get_ident()}.tmp"
         try:
             with open(tmp, "w") as fh:
-                json.dump(self.record(state), fh)
+                json.dump(self.record(self.state), fh)
             os.replace(tmp, self.path)
         except OSError:
             pass  # progress is for people; a full /run never fails the download
@@ -583,97 +606,108 @@ def sync(args) -> dict:
         files=len(todo),
     )
     progress.maybe_write(force=True)
-    if todo:
-        dl = (
-            Uploaded(uploaded, dest, counter)
-            if uploaded
-            else Downloader(
-                args.endpoint,
-                args.repo,
-                revision,
-                token,
-                dest,
-                counter,
-                progress,
-                retries=getattr(args, "retries", 5),
-                backoff_max_s=getattr(args, "backoff_max_s", 60),
-                read_timeout_s=getattr(args, "read_timeout_s", 60),
+    progress.beat()
+    try:
+        if todo:
+            dl = (
+                Uploaded(uploaded, dest, counter)
+                if uploaded
+                else Downloader(
+                    args.endpoint,
+                    args.repo,
+                    revision,
+                    token,
+                    dest,
+                    counter,
+                    progress,
+                    retries=getattr(args, "retries", 5),
+                    backoff_max_s=getattr(args, "backoff_max_s", 60),
+                    read_timeout_s=getattr(args, "read_timeout_s", 60),
+                )
             )
-        )
 
-        def one(entry):
-            try:
-                fetch_once(entry)
-            except FetchError:
-                raise
-            except Exception as exc:  # an interrupted transfer: keep the bytes, say how to resume
-                if getattr(exc, "errno", None) == errno.ENOSPC:
-                    raise disk_full(dest, entry) from None
-                raise FetchError(
-                    f"{entry['path']}: transfer interrupted ({exc}); the bytes received are "
-                    "kept: re-run to resume"
-                ) from None
-
-        def fetch_once(entry):
-            try:
-                dl.fetch(entry)
-            except HashMismatch as first:
+            def one(entry):
                 try:
-                    dl.fetch(entry)  # once more, from scratch (the bad download was quarantined)
-                except HashMismatch as second:
-                    want = wanted_hash(entry)
+                    fetch_once(entry)
+                except FetchError:
+                    raise
+                except (
+                    Exception
+                ) as exc:  # an interrupted transfer: keep the bytes, say how to resume
+                    if getattr(exc, "errno", None) == errno.ENOSPC:
+                        raise disk_full(dest, entry) from None
                     raise FetchError(
-                        f"{entry['path']}: fetched twice, both wrong: got {first.found} then "
-                        f"{second.found}, the hub's hash is {want}"
+                        f"{entry['path']}: transfer interrupted ({exc}); the bytes received are "
+                        "kept: re-run to resume"
                     ) from None
-                repaired.append(f"{entry['path']} (download had {first.found}: fetched again)")
-            path = os.path.join(dest, entry["path"])
-            progress.note(file_done=True)
-            with LOCK:
-                files_state[entry["path"]] = dict(stat_record(path), hash=wanted_hash(entry))
-                # Recorded as each file lands: a reboot mid-fetch costs no re-hash of finished
-                # files.
-                save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
 
-        errors = []
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-            for fut in [pool.submit(one, e) for e in todo]:
+            def fetch_once(entry):
                 try:
-                    fut.result()
-                except (FetchError, OSError) as exc:
-                    errors.append(str(exc))
-        try:
+                    dl.fetch(entry)
+                except HashMismatch as first:
+                    try:
+                        dl.fetch(
+                            entry
+                        )  # once more, from scratch (the bad download was quarantined)
+                    except HashMismatch as second:
+                        want = wanted_hash(entry)
+                        raise FetchError(
+                            f"{entry['path']}: fetched twice, both wrong: got {first.found} then "
+                            f"{second.found}, the hub's hash is {want}"
+                        ) from None
+                    repaired.append(f"{entry['path']} (download had {first.found}: fetched again)")
+                path = os.path.join(dest, entry["path"])
+                progress.note(file_done=True)
+                with LOCK:
+                    files_state[entry["path"]] = dict(stat_record(path), hash=wanted_hash(entry))
+                    # Recorded as each file lands: a reboot mid-fetch costs no re-hash of finished
+                    # files.
+                    save_state(
+                        dest, {"repo": args.repo, "revision": revision, "files": files_state}
+                    )
+
+            errors = []
+            with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+                for fut in [pool.submit(one, e) for e in todo]:
+                    try:
+                        fut.result()
+                    except (FetchError, OSError) as exc:
+                        errors.append(str(exc))
+            try:
+                save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
+            except OSError:
+                if not errors:
+                    raise
+                # (a full disk cannot take the record either; each landed file recorded itself)
+            if errors:
+                progress.maybe_write(force=True, state="failed")
+                raise FetchError("; ".join(errors))
+        else:
             save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
-        except OSError:
-            if not errors:
-                raise
-            # (a full disk cannot take the record either; each landed file recorded itself already)
-        if errors:
-            progress.maybe_write(force=True, state="failed")
-            raise FetchError("; ".join(errors))
-    else:
-        save_state(dest, {"repo": args.repo, "revision": revision, "files": files_state})
-    shutil.rmtree(os.path.join(dest, PARTIAL), ignore_errors=True)
-    if uploaded:
-        shutil.rmtree(uploaded, ignore_errors=True)
-    progress.maybe_write(force=True, state="verified")
-    check_index(dest, manifest)
-    # Recorded only once the index matched: a failed index check is never a no-op next run.
-    save_state(
-        dest, {"repo": args.repo, "revision": revision, "files": files_state, "index_checked": True}
-    )
-    return dict(
-        counter,
-        files=len(manifest),
-        verified_without_download=verified,
-        fetched=len(todo),
-        retries=progress.retries,
-        repaired=repaired,
-        reused_from_other_revisions=reused,
-        folder=dest,
-        started=round(started, 3),
-        finished=round(time.time(), 3),
-    )
+        shutil.rmtree(os.path.join(dest, PARTIAL), ignore_errors=True)
+        if uploaded:
+            shutil.rmtree(uploaded, ignore_errors=True)
+        progress.maybe_write(force=True, state="verified")
+        check_index(dest, manifest)
+        # Recorded only once the index matched: a failed index check is never a no-op next run.
+        save_state(
+            dest,
+            {"repo": args.repo, "revision": revision, "files": files_state, "index_checked": True},
+        )
+        return dict(
+            counter,
+            files=len(manifest),
+            verified_without_download=verified,
+            fetched=len(todo),
+            retries=progress.retries,
+            repaired=repaired,
+            reused_from_other_revisions=reused,
+            folder=dest,
+            started=round(started, 3),
+            finished=round(time.time(), 3),
+        )
+    finally:
+        progress.stop()
 
 
 def main(argv=None) -> int:

@@ -59,7 +59,11 @@ def wait_ready(base: str, timeout: float, unit: str | None = None, every: float 
                     f"journalctl -u {unit} shows the first failure"
                 )
         if waited > timeout:
-            raise GateFailure(f"not ready after {timeout:.0f} s (/health never answered 200)")
+            raise GateFailure(
+                f"not ready after {timeout:.0f} s (/health never answered 200): vLLM's own log "
+                f"says where it stopped: `pyinfra inventory.py tasks/logs.py` or journalctl -u "
+                f"{unit or 'laguna-vllm.service'} (ready_timeout_s if it was still loading)"
+            )
         if time.monotonic() - last >= every:
             log(f"waiting for the engine: {waited:.0f} s of {timeout:.0f} s")
             last = time.monotonic()

@@ -18,7 +18,7 @@ from pyinfra.api import (
 )
 from pyinfra.facts.server import Command
 
-from .. import hub, progress
+from .. import hub, interrupt, progress
 from ..boxcli import running, systemd_run, tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from .secrets import SECRETS_DIR, secret_path
@@ -140,7 +140,9 @@ def wait_for_fetch(host, unit: str, progress_path: str) -> None:
             last = now
         if not going:
             return
+        interrupt.check()
         time.sleep(progress.POLL_S)
+        interrupt.check()
 
 
 def _todo(ckpt, dest, rehash):

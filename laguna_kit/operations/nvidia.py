@@ -7,7 +7,7 @@ import time
 from pyinfra import host
 from pyinfra.api import OperationError, operation
 
-from .. import hardware, images
+from .. import hardware, images, interrupt
 from ..facts import memo
 from ..facts.docker import DockerImage
 from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus, PciGpus
@@ -82,6 +82,7 @@ def nvidia_smi_settled(settle_s: int) -> dict:
         smi = host.get_fact(NvidiaSmiGpus)
         if smi["ok"] or time.monotonic() >= deadline:
             return smi
+        interrupt.check()
         time.sleep(3)
 
 
@@ -113,7 +114,9 @@ def nvidia_gpus_verified(
     if not smi["ok"]:
         raise OperationError(
             f"{host.name}: nvidia-smi still fails {settle_s} s after the driver install and "
-            f"reboot: {smi['message']}"
+            f"reboot: {smi['message']}. Look at `dkms status` (the module built for the running "
+            "kernel?), `journalctl -k | grep -i nvidia` (a module refused: Secure Boot needs an "
+            "enrolled MOK, `mokutil --sb-state`) and TROUBLESHOOTING.md"
         )
     problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib)
     versions = {g.driver_version for g in smi["gpus"]}
@@ -196,7 +199,12 @@ def image_cuda_checked(ref: str):
         if host.state.is_executing:
             raise OperationError(
                 f"{host.name}: cannot check {ref} against the driver: "
-                + ("the image is not pulled" if env is None else smi["message"])
+                + (
+                    "the image is not pulled (its pull runs as a unit of its own: "
+                    "journalctl -u 'laguna-pull:*' says why)"
+                    if env is None
+                    else smi["message"]
+                )
             )
         host.noop("checked once the image is pulled and the driver loaded")
         return

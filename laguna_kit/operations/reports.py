@@ -6,10 +6,10 @@ from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.server import Command
 
-from .. import progress
+from .. import fleet, progress, summary
 from ..boxtools.layout import FIREWALL_RULES
 from ..facts.checkpoints import DownloadProgress
-from ..facts.network import FirewallState
+from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
 from ..facts.router import RouterStatus
@@ -175,4 +175,58 @@ def router_reported(unit: str, admin_socket: str, port: int):
     for line in lines:
         (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
     host.noop("; ".join(lines))
+    yield from ()
+
+
+@operation()
+def deploy_summarized(
+    kit_dir: str,
+    unit: str,
+    api_port: int,
+    router_port: int,
+    recipe: dict,
+    keys_env: str = "",
+    session_header: str = "",
+):
+    """
+    Read, at the end of the run, what the deploy's summary shows for this host (laguna_kit/
+    summary.py): its tailnet addresses, the serving release and its gate's figures.
+
+    + kit_dir: the kit's folder on the box
+    + unit: the serving unit
+    + api_port: the box's API port
+    + router_port: the fleet's port on the router
+    + recipe: the recipe's figures for the mode ({"gate_prompt_tokens", "gate_s", "decode_tok_s"})
+    + keys_env, session_header: named in the router's line
+
+    **Example:**
+
+    .. code:: python
+
+        deploy_summarized(name="Summary", kit_dir="/opt/laguna-kit", unit="laguna-vllm.service",
+                          api_port=8080, router_port=8090, recipe={"decode_tok_s": 282.5})
+    """
+    if not host.state.is_executing:
+        host.noop("read at the end of the run")
+        return
+    roles = fleet.roles(host)
+    status = host.get_fact(TailscaleStatus)
+    running = status.get("BackendState") == "Running"
+    record = {
+        "gpu": "gpu" in roles,
+        "router": "router" in roles,
+        "tailnet": fleet.tailnet_addresses(status, host.name) if running else [],
+        "api_port": api_port,
+        "router_port": router_port,
+        "recipe": recipe,
+        "keys_env": keys_env,
+        "session_header": session_header,
+    }
+    if record["gpu"]:
+        st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+        record.update(
+            release=(st["state"] or {}).get("current"), current=st["current"], gate=st["gate"]
+        )
+    summary.RECORDS[host.name] = record
+    host.noop("read for the summary")
     yield from ()

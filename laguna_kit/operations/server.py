@@ -9,7 +9,7 @@ from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 from pyinfra.facts.server import Command, LinuxDistribution
 
-from .. import connection, hardware, images
+from .. import connection, hardware, images, interrupt
 from ..boxcli import LOCK_HOLDER
 from ..facts import memo
 from ..facts.nvidia import NvidiaSmiGpus
@@ -206,6 +206,7 @@ def wait_for_reboot(host, timeout: int) -> None:
                 )
                 return
             host.disconnect()
+        interrupt.check()
         time.sleep(2)
     raise OperationError(f"{host.name} did not come back from reboot within {timeout}s")
 

@@ -151,3 +151,42 @@ def test_the_shared_link_paces_downloads(hub):
         control(url, "rate", {"bytes_per_second": 0})
     size = len(repo.files[SHARD])
     assert took >= 0.8 * size / (4 << 20), took
+
+
+def test_the_progress_record_stays_fresh_while_a_transfer_is_silent(tmp_path, hub):
+    """A silent transfer is said as one ("no byte for N s"), not as a fetch gone quiet: the record
+    is written every 2 s whether or not bytes arrive, and its final state is not overwritten."""
+    import threading
+    import time
+
+    from laguna_kit import progress
+
+    url, repo = hub
+    control(url, "reset")
+    control(url, "faults", {"stall": {SHARD: [1, 6]}})  # first byte, then 6 s of silence
+    done = {}
+    worker = threading.Thread(
+        target=lambda: done.update(run(tmp_path, url, repo, workers=1, read_timeout_s=10.0))
+    )
+    worker.start()
+    path = tmp_path / "progress.json"
+    samples = []
+    deadline = time.time() + 30
+    while worker.is_alive() and time.time() < deadline:
+        time.sleep(0.5)
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        samples.append((time.time(), rec))
+    worker.join(30)
+    assert done, "the fetch did not finish"
+    silent = [(t, r) for t, r in samples if r["state"] == "running" and t - r["last_byte"] > 4]
+    assert silent, f"no sample inside the silence: {[(t - r['last_byte']) for t, r in samples]}"
+    for t, rec in silent:
+        assert t - rec["updated"] < 3.5, "the record went stale while the fetch ran"
+    t, rec = silent[-1]
+    said = progress.line(rec, now=t)
+    assert "no byte for" in said and "no news" not in said, said
+    time.sleep(2.5)  # a heartbeat after the end would have written "running" again
+    assert json.loads(path.read_text())["state"] == "verified"

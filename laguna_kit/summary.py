@@ -1,0 +1,97 @@
+"""The end of a deploy: per box what the operator wants to know next (its endpoint on the
+tailnet, the router's, the release and mode that serve, the gate's figures beside the recipe's,
+the next command to try), printed after the step times (stderr: `--json` stays parseable).
+
+Operations record what they read at execution (operations/reports.py: deploy_summarized); a run
+that failed before that records nothing for the box, and the summary says so."""
+
+from __future__ import annotations
+
+import sys
+
+RECORDS: dict[str, dict] = {}  # host name -> what deploy_summarized read there
+
+
+def _url(address: str, port: int) -> str:
+    host = f"[{address}]" if ":" in address else address
+    return f"http://{host}:{port}/v1"
+
+
+def _figure(value, unit: str) -> str:
+    return f"{value} {unit}" if value not in (None, "") else "-"
+
+
+def box_lines(name: str, r: dict, router_url: str | None = None) -> list[str]:
+    out = [f"  {name}:"]
+    addresses = r.get("tailnet") or []
+    if r.get("gpu"):
+        current = r.get("current") or {}
+        gate = r.get("gate") or {}
+        release = r.get("release")
+        endpoint = _url(addresses[0], r["api_port"]) if addresses else None
+        out.append(
+            f"    endpoint    {endpoint or '(not on the tailnet yet)'}"
+            + (f"  (also {', '.join(addresses[1:])})" if len(addresses) > 1 else "")
+        )
+        out.append(
+            f"    release     {release if release is not None else '-'}, mode "
+            f"{current.get('mode', '-')}, image {current.get('image', '-')}"
+        )
+        if gate.get("release") == release and gate.get("passed"):
+            lc, df, recipe = gate.get("long_context") or {}, gate.get("dflash") or {}, r["recipe"]
+            out.append(
+                f"    gate        passed {gate.get('time', '')}: {lc.get('prompt_tokens', '-')} "
+                f"prompt tokens (recipe {recipe.get('gate_prompt_tokens', '-')}), "
+                f"+{lc.get('completion_tokens', '-')} generated in "
+                f"{_figure(lc.get('elapsed_s'), 's')} (recipe {_figure(recipe.get('gate_s'), 's')})"
+            )
+            out.append(
+                f"    figures     time to first token {_figure(lc.get('prefill_s'), 's')}, "
+                f"decode {_figure(lc.get('decode_tok_s'), 'tok/s')} over the gate's "
+                f"{lc.get('completion_tokens', '-')} tokens (recipe "
+                f"{_figure(recipe.get('decode_tok_s'), 'tok/s')} over 500: "
+                "scripts/benchmark.py measures that shape)"
+                + (f", DFlash acceptance {df['acceptance']:.1%}" if "acceptance" in df else "")
+            )
+        elif gate.get("release") == release and gate:
+            out.append(f"    gate        FAILED: {gate.get('error', 'see tasks/logs.py')}")
+        else:
+            out.append("    gate        not run for this release (skip_validation?)")
+        if endpoint:
+            out.append(
+                f"    try         .venv/bin/python scripts/smoke_test.py {endpoint}"
+                + (f"   (the fleet: {router_url})" if router_url else "")
+            )
+    if r.get("router"):
+        url = _url(addresses[0], r["router_port"]) if addresses else None
+        out.append(
+            f"    router      {url or '(not on the tailnet yet)'} for the whole fleet "
+            f"(Authorization: Bearer <one of {r.get('keys_env', 'the API keys')}>, "
+            f"{r.get('session_header', 'X-Session-Id')} keeps a session on one box)"
+        )
+        if url:
+            out.append(
+                f"    try         .venv/bin/python scripts/smoke_test.py {url} --api-key KEY "
+                "--session demo"
+            )
+    return out
+
+
+def lines(records: dict[str, dict], hosts: list[str]) -> list[str]:
+    router = next((r for r in records.values() if r.get("router") and r.get("tailnet")), None)
+    router_url = _url(router["tailnet"][0], router["router_port"]) if router else None
+    out = ["--> Summary:"]
+    for name in hosts:
+        if name in records:
+            out += box_lines(name, records[name], router_url)
+        else:
+            out.append(
+                f"  {name}: the run stopped before the end (its error is above); "
+                "re-run the same command to go on"
+            )
+    return out
+
+
+def report(hosts: list[str]) -> None:
+    if RECORDS:
+        print("\n".join(lines(RECORDS, hosts)), file=sys.stderr)
