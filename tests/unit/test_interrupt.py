@@ -20,13 +20,17 @@ def pyinfra_handler(signum, frame):
 signal.signal(signal.SIGINT, pyinfra_handler)
 from laguna_kit import interrupt
 interrupt.install()
+import atexit
+def keep_going():
+    while True:
+        try:
+            time.sleep(0.2)
+            print("download ... still printing", flush=True)
+        except BaseException:
+            pass
+atexit.register(keep_going)  # an exit that escapes the loop below comes back to it
 print("waiting", flush=True)
-while True:
-    try:
-        time.sleep(0.2)
-        print("download ... still printing", flush=True)
-    except BaseException:
-        pass
+keep_going()
 """
 
 

@@ -184,7 +184,9 @@ def test_api_keys_from_the_environment_and_a_file(tmp_path):
     "key, why",
     [
         ("passwordpassword", "fewer than 22"),
-        ("passwordpasswordpasswordpassword", "distinct characters"),
+        ("passwordpasswordpasswordpassword", "repeats a word"),
+        ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "distinct characters"),
+        ("0000000000000000000000000000000000000001", "distinct characters"),
         ("0123456789abcdef0123456789abcde", "fewer than 32"),  # 31 hex: 124 bits
         ("key\x01control-0123456789abcdef", "control characters"),
     ],
@@ -199,6 +201,11 @@ def test_a_random_key_of_128_bits_or_more_passes():
 
     assert fleet.api_keys("K", "", {"K": secrets.token_hex(24)})  # openssl rand -hex 24
     assert fleet.api_keys("K", "", {"K": secrets.token_urlsafe(16)})  # 22 base64url characters
+    # Every random key of 128 bits passes, not most: 1.7 % of `openssl rand -hex 16` keys have
+    # fewer than 12 distinct characters (the floor this refused them by).
+    refused = [k for k in (secrets.token_hex(16) for _ in range(5000)) if fleet.key_problem(k)]
+    assert refused == []
+    assert not [k for k in (secrets.token_urlsafe(16) for _ in range(5000)) if fleet.key_problem(k)]
 
 
 def test_the_router_listens_on_its_tailnet_addresses_and_guards_its_metrics(monkeypatch):
