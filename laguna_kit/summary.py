@@ -57,6 +57,12 @@ def box_lines(name: str, r: dict, router_url: str | None = None) -> list[str]:
             out.append(f"    gate        FAILED: {gate.get('error', 'see tasks/logs.py')}")
         else:
             out.append("    gate        not run for this release (skip_validation?)")
+        if r.get("router_outside") and r.get("routed") is not True:
+            said = "does not send to it yet" if r.get("routed") is False else "may not send to it"
+            out.append(
+                f"    router      {r['router_outside']} was not in this run and {said}: run "
+                f"the same command with `--limit {name} --limit routers`"
+            )
         if endpoint:
             out.append(
                 f"    try         .venv/bin/python scripts/smoke_test.py {endpoint}"

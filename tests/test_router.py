@@ -116,6 +116,10 @@ def test_fleet_deploys_in_one_run_and_needs_a_key(fleet):
     assert first.ok, first.explain()
     for b in boxes:
         assert server_state(router, b.name) == "UP", metrics(router)
+    # The run's summary: each box's endpoint and the fleet's (issue 25).
+    for b in boxes:
+        assert f"endpoint    http://{b.tailnet_v4}:{KNOBS['api_port']}/v1" in first.output
+    assert f"router      {url(router, '/v1')} for the whole fleet" in first.output
     (no_key,) = client(router, "--count", "1")
     assert no_key["status"] == 401 and "invalid_api_key" in no_key["error"], no_key
     (wrong,) = client(router, "--count", "1", "--key", "lgk-not-a-key-of-this-fleet-000000")
@@ -395,3 +399,29 @@ def test_a_replaced_router_reaches_no_box(fleet, deploy):
     assert back.ok, back.explain()
     for b in boxes:
         assert state_within(router, b.name, "UP", 15), b.name
+
+
+def test_a_box_is_removed_and_added_as_deployment_md_says(fleet, deploy):
+    """DEPLOYMENT.md's procedure. Removed: stopped, out of the hosts file, `--limit routers`: the
+    router forgets it and the fleet serves on. Added back with `--limit BOX` alone: the router is
+    left as it is and the run says how to add it; with `--limit BOX --limit routers` it is a
+    backend again, UP once its gate passed."""
+    boxes, router, _ = fleet
+    gone = boxes[2]
+    stop = deploy([*boxes, router], "tasks/stop.py", args=["--limit", gone.name])
+    assert stop.ok, stop.explain()
+    removed = deploy([*boxes[:2], router], args=["--limit", "routers"])
+    assert removed.ok, removed.explain()
+    assert server_state(router, gone.name) == "ABSENT", metrics(router)
+    (ok,) = client(router, "--count", "1", "--key", ROUTER_KEYS[0])
+    assert ok["status"] == 200, ok
+    alone = deploy([*boxes, router], args=["--limit", gone.name])
+    assert alone.ok, alone.explain()
+    assert f"the fleet's router {router.name} is not in this run" in alone.output
+    assert "does not send to it yet" in alone.output, alone.explain()
+    assert f"--limit {gone.name} --limit routers" in alone.output
+    assert server_state(router, gone.name) == "ABSENT"
+    added = deploy([*boxes, router], args=["--limit", gone.name, "--limit", "routers"])
+    assert added.ok, added.explain()
+    assert state_within(router, gone.name, "UP", 15), metrics(router)
+    assert "was not in this run" not in added.output

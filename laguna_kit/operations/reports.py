@@ -7,7 +7,7 @@ from pyinfra.api import operation
 from pyinfra.facts.server import Command
 
 from .. import fleet, progress, summary
-from ..boxtools.layout import FIREWALL_RULES
+from ..boxtools.layout import FIREWALL_RULES, ROUTER_ADMIN_SOCKET, ROUTER_UNIT
 from ..facts.checkpoints import DownloadProgress
 from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
@@ -187,10 +187,12 @@ def deploy_summarized(
     recipe: dict,
     keys_env: str = "",
     session_header: str = "",
+    router_outside: str = "",
 ):
     """
     Read, at the end of the run, what the deploy's summary shows for this host (laguna_kit/
-    summary.py): its tailnet addresses, the serving release and its gate's figures.
+    summary.py): its tailnet addresses, the serving release and its gate's figures; and, when the
+    fleet's router is not in this run (--limit), whether it sends to this box at all.
 
     + kit_dir: the kit's folder on the box
     + unit: the serving unit
@@ -198,6 +200,7 @@ def deploy_summarized(
     + router_port: the fleet's port on the router
     + recipe: the recipe's figures for the mode ({"gate_prompt_tokens", "gate_s", "decode_tok_s"})
     + keys_env, session_header: named in the router's line
+    + router_outside: the router's host name when it is not in this run ("": it is, or none)
 
     **Example:**
 
@@ -227,6 +230,23 @@ def deploy_summarized(
         record.update(
             release=(st["state"] or {}).get("current"), current=st["current"], gate=st["gate"]
         )
+        if router_outside:
+            record.update(router_outside=router_outside, routed=_routed_by(router_outside))
     summary.RECORDS[host.name] = record
     host.noop("read for the summary")
     yield from ()
+
+
+def _routed_by(router_name: str) -> bool | None:
+    """Whether the router (not in this run) lists this box among its backends (None: unread)."""
+    router = next((h for h in host.state.inventory if h.name == router_name), None)
+    if router is None:
+        return None
+    try:
+        st = router.get_fact(RouterStatus, unit=ROUTER_UNIT, admin_socket=ROUTER_ADMIN_SOCKET)
+    except Exception as exc:  # noqa: BLE001 - an unreachable router is said, not fatal
+        logger.warning(f"{router_name}: cannot read the router's backends ({exc})")
+        return None
+    if st.get("unit") != "active":
+        return None
+    return fleet.server_name(host.name) in {s["name"] for s in st["servers"]}

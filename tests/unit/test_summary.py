@@ -77,3 +77,34 @@ def test_a_failed_gate_a_box_off_the_tailnet_and_a_stopped_run_are_said():
     assert "c: the run stopped before the end" in text
     v6 = "\n".join(summary.lines({"a": box(tailnet=["fd7a:115c:a1e0::1"])}, ["a"]))
     assert "http://[fd7a:115c:a1e0::1]:8080/v1" in v6
+
+
+def test_a_box_deployed_without_its_router_says_how_to_add_it():
+    text = "\n".join(
+        summary.lines({"gpu-4": box(router_outside="router", routed=False)}, ["gpu-4"])
+    )
+    assert "router      router was not in this run and does not send to it yet" in text
+    assert "`--limit gpu-4 --limit routers`" in text
+    quiet = "\n".join(
+        summary.lines({"gpu-4": box(router_outside="router", routed=True)}, ["gpu-4"])
+    )
+    assert "was not in this run" not in quiet
+
+
+def test_the_routers_backends_are_read_when_it_is_not_in_the_run():
+    from laguna_kit.settings import KIT_ROOT
+
+    from .fixtures import operation_output, read
+
+    case = read(
+        KIT_ROOT / "tests/unit/operations/reports.deploy_summarized/router-not-in-the-run.json"
+    )
+    summary.RECORDS.clear()
+    operation_output("reports.deploy_summarized", case)
+    record = summary.RECORDS.pop("box")
+    assert record["router_outside"] == "rtr" and record["routed"] is False
+    assert record["tailnet"] == ["100.101.102.103", "fd7a:115c:a1e0::1"]  # IPv4 first
+    servers = case["inventory"][0]["facts"]["router.RouterStatus"]
+    list(servers.values())[0]["servers"].append({"name": "box", "status": "UP"})
+    operation_output("reports.deploy_summarized", case)
+    assert summary.RECORDS.pop("box")["routed"] is True
