@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import rootfs
 from .errors import HarnessError
-from .paths import cache_dir, run_dir, tag
+from .paths import build_lock, cache_dir, run_dir, tag
 
 # The other tailnet nodes: one namespace per worker of a parallel run (each its own tailnet).
 TAILNET_NS = tag("lgk-tailnet")
@@ -72,8 +72,15 @@ def gpus(model: dict, count: int) -> list[dict]:
 
 def harness_ssh_key() -> Path:
     key = cache_dir() / "ssh" / "id_ed25519"
-    if not key.exists():
+    if key.exists() and key.with_suffix(".pub").exists():
+        return key
+    # Workers of a cold cache make it once, under the cache's build lock (a second ssh-keygen on
+    # the same path fails: the cold CI run lost test_service.py's served box to it).
+    with build_lock():
+        if key.exists() and key.with_suffix(".pub").exists():
+            return key
         key.parent.mkdir(mode=0o700, exist_ok=True)
+        key.unlink(missing_ok=True)
         sh(
             "ssh-keygen",
             "-q",
