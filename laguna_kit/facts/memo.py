@@ -34,6 +34,13 @@ def fact(host, cls, **kwargs):
     return memory[key]
 
 
+def store(host, cls, value, **kwargs) -> None:
+    """What an operation just read afresh (host.get_fact), for the operations after it: dropped
+    like the rest when an operation changes something on the host."""
+    _watch(host.state)
+    _MEMORY.setdefault(host, {})[(cls, repr(sorted(kwargs.items())))] = value
+
+
 def forget(host) -> None:
     _MEMORY.pop(host, None)
 

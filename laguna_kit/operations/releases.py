@@ -108,7 +108,8 @@ def release_validated(
         release_validated(name="Validation gate", kit_dir="/opt/laguna-kit",
         unit="laguna-vllm.service")
     """
-    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)  # afresh: the unit may have moved
+    memo.store(host, ReleaseState, st, kit_dir=kit_dir, unit=unit)  # the summary reads it again
     current = (st["state"] or {}).get("current")
     gate, since = st["gate"] or {}, st["unit"]["since"]
     # A pass proves only the run it tested: a restart since (crash, reboot, operator) needs a new

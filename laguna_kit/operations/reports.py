@@ -8,6 +8,7 @@ from pyinfra.facts.server import Command
 
 from .. import fleet, progress, summary
 from ..boxtools.layout import FIREWALL_RULES, ROUTER_ADMIN_SOCKET, ROUTER_UNIT
+from ..facts import memo
 from ..facts.checkpoints import DownloadProgress
 from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
@@ -213,7 +214,9 @@ def deploy_summarized(
         host.noop("read at the end of the run")
         return
     roles = fleet.roles(host)
-    status = host.get_fact(TailscaleStatus)
+    # From this run's memory when nothing changed on the box since they were read (a converged
+    # re-run asks the box nothing more for its summary); read afresh after any change.
+    status = memo.fact(host, TailscaleStatus)
     running = status.get("BackendState") == "Running"
     record = {
         "gpu": "gpu" in roles,
@@ -226,7 +229,7 @@ def deploy_summarized(
         "session_header": session_header,
     }
     if record["gpu"]:
-        st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+        st = memo.fact(host, ReleaseState, kit_dir=kit_dir, unit=unit)
         record.update(
             release=(st["state"] or {}).get("current"), current=st["current"], gate=st["gate"]
         )

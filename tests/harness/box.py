@@ -332,6 +332,7 @@ class Box:
             "--keep-unit",
             "--capability=all",
             "--bind=/sys/fs/cgroup",
+            "$cgbinds",  # each box's own subtree over the hierarchies systemd tracks units in
             f"--network-namespace-path=/run/netns/{self.netns}",
             f"--machine={self.name}",
             "--console=read-only",
@@ -513,12 +514,21 @@ CGROUP_HIERARCHIES = ("/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified")
 CGROUP_PARENT = "laguna-harness"
 
 
+# The box's systemd (in nspawn's cgroup namespace) takes its payload cgroup for "/", but the
+# host's cgroup tree bound in for Docker is the host's from its root: it made /init.scope and
+# /system.slice/... at the host's root, shared by every box. One box's units then failed with
+# 219/CGROUP when another box removed their cgroups, and a PID 1 spun on a socket unit whose
+# cgroup another box removed (three workers: a `systemd-run` job waited for minutes). So the
+# hierarchies systemd tracks units in are bound, inside the box, to its own payload subtree.
 def _own_cgroup(name: str, boot: str) -> str:
-    return "".join(
-        f"if [ -w {h}/cgroup.procs ]; then mkdir -p {h}/{CGROUP_PARENT}/{name}/boot{boot} && "
-        f"echo $$ > {h}/{CGROUP_PARENT}/{name}/boot{boot}/cgroup.procs; fi; "
-        for h in CGROUP_HIERARCHIES
-    )
+    out = 'cgbinds=""; '
+    for h in CGROUP_HIERARCHIES:
+        mine = f"{h}/{CGROUP_PARENT}/{name}/boot{boot}"
+        out += (
+            f"if [ -w {h}/cgroup.procs ]; then mkdir -p {mine}/payload && "
+            f'echo $$ > {mine}/cgroup.procs && cgbinds="$cgbinds --bind={mine}/payload:{h}"; fi; '
+        )
+    return out
 
 
 def _remove_cgroup(name: str) -> None:
