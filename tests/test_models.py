@@ -399,7 +399,7 @@ def test_ctrl_c_during_the_download_wait_ends_the_run_within_seconds(make_box, s
         run.kill()
     gone = time.monotonic() - sent
     assert gone < 5, f"still running {gone:.1f} s after Ctrl-C"
-    assert "the next run of the same command resumes or waits for it" in res.output, res.explain()
+    assert "next run of the same command resumes or waits for it" in res.output, res.explain()
     runs = b.run("systemctl list-units --plain --no-legend --state=active 'laguna-fetch-*'")
     assert "laguna-fetch-Laguna-S-2.1-INT4:" in runs.stdout, "the download died with the run"
     hub_control("reset")

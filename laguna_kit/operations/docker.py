@@ -81,9 +81,16 @@ def image_pull_started(ref: str):
     """
     if _present(ref):
         return
+    # Not there when this run last looked: a running pull first, then the image read afresh, so a
+    # pull that ended since (or between the two checks) is seen as the image it brought (the
+    # memory alone made a re-run start a second pull).
     pulling = host.get_fact(Command, command=f"{running(PULL_UNIT)} && echo running || true")
     if pulling == "running":
         host.noop(f"{ref}: the pull started earlier still runs ({PULL_UNIT})")
+        return
+    digest = (host.get_fact(DockerImage, ref=ref) or {}).get("digest")
+    if digest:
+        host.noop(f"{ref} present ({digest})")
         return
     pull = f"{systemd_run(PULL_UNIT)} docker pull -q {shlex.quote(ref)}"
     yield f"{running(PULL_UNIT)} || {pull}"
