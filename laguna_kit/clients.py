@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .knobtypes import HEADER
+from .knobtypes import HEADER, NO_CONTROL
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,8 @@ def headers(args) -> dict:
             raise SystemExit("--api-key holds spaces or control characters")
         out["Authorization"] = f"Bearer {args.api_key}"
     if args.session:
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in args.session):
-            raise SystemExit("--session holds control characters")
+        bad = NO_CONTROL(args.session)
+        if bad:
+            raise SystemExit(f"--session {bad}")
         out[args.session_header] = args.session
     return out

@@ -85,11 +85,9 @@ def server_name(host_name: str) -> str:
 def max_seqs(data) -> int:
     """The box's max_num_seqs: the router sends it no more at once (the rest wait in its queue);
     vLLM's default (256) when its profile leaves the flag out."""
-    profile = dict(
-        data.get("serving_profiles")[data.get("serving_mode")],
-        **(data.get("serving_overrides") or {}),
-    )
-    return int(profile.get("max_num_seqs") or 256)
+    from .profiles import profile_of
+
+    return int(profile_of(data).get("max_num_seqs") or 256)
 
 
 def key_problem(key: str) -> str | None:

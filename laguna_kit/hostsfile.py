@@ -119,10 +119,7 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
                     f"{where}: unknown field {key!r}{hint}; allowed: {sorted(CONNECTION_FIELDS)} "
                     f"and pyinfra's SSH data {sorted(SSH_FIELDS)}"
                 )
-            ok = isinstance(value, want) and not (isinstance(value, bool) and want is not bool)
-            if want is float and isinstance(value, int) and not isinstance(value, bool):
-                ok = True
-            if not ok:
+            if not _has_type(value, want):
                 shown = "(hidden)" if "password" in key else repr(value)
                 raise HostsFileError(
                     f"{where}: {key} must be {want.__name__}, got {type(value).__name__} {shown}"
@@ -190,6 +187,13 @@ def of_role(hosts: list[tuple[str, dict]], role: str) -> list[tuple[str, dict]]:
 EXTRA_KNOBS = {"rollback_to": int, "log_lines": int}
 
 
+def _has_type(value, want: type) -> bool:
+    """TOML's value is of the type `want` (a bool is no number; an int does for a float)."""
+    if isinstance(value, bool):
+        return want is bool
+    return isinstance(value, want) or (want is float and isinstance(value, int))
+
+
 def _did_you_mean(key: str, names) -> str:
     close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.75)
     return f" (did you mean {', '.join(close)}?)" if close else ""
@@ -218,10 +222,7 @@ def _check_knobs(where: str, data: dict, table: str = "[hosts.data]") -> None:
             want = type(known[key])
         else:
             raise HostsFileError(f"{where}: {unknown_knob(key, known, table)}")
-        ok = isinstance(value, want) and not (isinstance(value, bool) and want is not bool)
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            ok = True
-        if not ok:
+        if not _has_type(value, want):
             raise HostsFileError(
                 f"{where}: knob {key} must be {want.__name__} like its default, "
                 f"got {type(value).__name__} {value!r}"

@@ -82,9 +82,14 @@ def _unsafe(d, profile, extra_args: list[str], env: dict) -> list[str]:
     return out
 
 
-def render(d, image_digest: str | None = None) -> Serving:
-    """`d`: host.data (or any object/dict with the group_data knobs)."""
-    get = d.get if isinstance(d, dict) else lambda k, default=None: getattr(d, k, default)
+def _getter(d):
+    return d.get if isinstance(d, dict) else lambda k, default=None: getattr(d, k, default)
+
+
+def profile_of(d) -> dict:
+    """The serving mode's row with `serving_overrides` applied: what the unit, the router's
+    maxconn and the deploy's summary all read. `d`: host.data or a dict of the knobs."""
+    get = _getter(d)
     profiles = get("serving_profiles")
     mode = get("serving_mode")
     if mode not in profiles:
@@ -98,14 +103,22 @@ def render(d, image_digest: str | None = None) -> Serving:
             f"serving_overrides: {', '.join(stray)} is not a profile value; "
             f"one of {', '.join(PROFILE_FIELDS)}"
         )
-    p = dict(profiles[mode], **overrides)
+    return dict(profiles[mode], **overrides)
+
+
+def render(d, image_digest: str | None = None) -> Serving:
+    """`d`: host.data (or any object/dict with the group_data knobs)."""
+    get = _getter(d)
+    p = profile_of(d)
+    mode = get("serving_mode")
+    published = get("serving_profiles")[mode]
     if not isinstance(p.get("gate_prompt_tokens"), int):
         raise ProfileError(f"serving_mode {mode!r}: gate_prompt_tokens must be a number of tokens")
     # Said in the release (status, the summary): the box does not run the recipe's row as published.
     overridden = [
-        f"serving_overrides {k}={v!r} (the profile's {profiles[mode].get(k)!r})"
-        for k, v in overrides.items()
-        if profiles[mode].get(k) != v
+        f"serving_overrides {k}={v!r} (the profile's {published.get(k)!r})"
+        for k, v in p.items()
+        if published.get(k) != v
     ]
     extra_args = list(get("vllm_extra_args") or [])
     network_env = get("container_network_env") or {}

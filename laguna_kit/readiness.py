@@ -40,7 +40,7 @@ def tailnet_problem(status: dict, env_name: str, environ=os.environ) -> str | No
     if status.get("BackendState") == "Running" or environ.get(env_name):
         return None
     return (
-        f"the box is not on the tailnet and {env_name} is not set on this machine: "
+        f"the box is not on the tailnet and {env_name} is not set on the control machine: "
         f"export {env_name}=tskey-auth-... (an auth key from the Tailscale admin console, "
         "Settings > Keys) and re-run"
     )

@@ -4,6 +4,7 @@ from pyinfra import host, logger
 
 from laguna_kit import fleet
 from laguna_kit.operations.reports import deploy_summarized
+from laguna_kit.profiles import profile_of
 
 d = host.data
 # A run limited to some boxes (--limit) leaves the router as it is: it learns of an added box, or
@@ -17,7 +18,7 @@ if outside:
         f"{host.name}: the fleet's router {router.name} is not in this run (--limit): it adds or "
         f"drops boxes only in a run it is part of: add `--limit routers` to this command"
     )
-profile = dict(d.serving_profiles[d.serving_mode], **(d.serving_overrides or {}))
+profile = profile_of(d)
 deploy_summarized(
     name="Summary: endpoints, release, the gate's figures",
     kit_dir=d.kit_dir,

@@ -10,6 +10,7 @@ import socket
 from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 
+from .. import readiness
 from ..boxcli import tool_command
 from ..facts import memo
 from ..facts.network import FirewallState, Listeners, TailscaleStatus
@@ -39,15 +40,13 @@ def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: 
     if st.get("BackendState") == "Running":
         host.noop(f"on the tailnet as {', '.join(st.get('Self', {}).get('TailscaleIPs', []))}")
         return
-    key = os.environ.get(auth_key_env, "")
-    if not key:
+    problem = readiness.tailnet_problem(st, auth_key_env)  # the pre-flight's own rule
+    if problem:
         if not host.state.is_executing:
             host.noop("joined once tailscaled runs")
             return
-        raise OperationError(
-            f"{host.name} is not on the tailnet and {auth_key_env} is not set on the control "
-            f"machine: export {auth_key_env}=tskey-auth-... (an auth key) and re-run"
-        )
+        raise OperationError(f"{host.name}: {problem}")
+    key = os.environ[auth_key_env]
     key_file = secret_path("tailscale-authkey")
     words = ["tailscale", "up", f"--auth-key=file:{key_file}"]
     words += [f"--hostname={hostname}"] if hostname else []
