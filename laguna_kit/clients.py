@@ -8,6 +8,7 @@ import argparse
 import os
 
 from .knobtypes import HEADER, NO_CONTROL
+from .settings import defaults
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,8 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", default="", help="a session id: the router keeps it on one box")
     p.add_argument(
         "--session-header",
-        default="X-Session-Id",
-        help="the router's session header (router_session_header)",
+        default=defaults()["router_session_header"],
+        help="the router's session header (default: the knob router_session_header's)",
     )
 
 

@@ -72,8 +72,8 @@ def box_lines(name: str, r: dict, router_url: str | None = None) -> list[str]:
         url = _url(addresses[0], r["router_port"]) if addresses else None
         out.append(
             f"    router      {url or '(not on the tailnet yet)'} for the whole fleet "
-            f"(Authorization: Bearer <one of {r.get('keys_env', 'the API keys')}>, "
-            f"{r.get('session_header', 'X-Session-Id')} keeps a session on one box)"
+            f"(Authorization: Bearer <one of {r['keys_env']}>, "
+            f"{r['session_header']} keeps a session on one box)"
         )
         if url:
             out.append(
