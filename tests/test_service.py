@@ -33,17 +33,29 @@ def test_unsafe_values_are_refused_before_any_change(make_box, deploy):
 
 @pytest.fixture(scope="module")
 def served(sandbox):
-    from tests.harness.deployrun import run_deploy
+    from tests.harness.deployrun import run_deploy_watching
 
     b = sandbox.add_box()
     # Realistic proportions, so the overlap is visible: a DKMS build that takes a while, a hub
-    # link slow enough that the download outlasts a step or two.
+    # link slow enough that the download outlasts a step or two. One shard is held (trickled)
+    # until the models step has printed its wait for the download, so that wait is seen however
+    # fast this machine runs the steps between (a CI run once finished the download first).
     b.run("mkdir -p /etc/standin-nvidia && echo 12 > /etc/standin-nvidia/dkms-build-seconds")
+    held = "model-00015-of-00015.safetensors"
     httpx.post(f"{HUB}/_standin/rate", json={"bytes_per_second": 2 << 20})
+    httpx.post(f"{HUB}/_standin/faults", json={"hold": {held: True}})
+
+    def release_once_waited(line):
+        if f"] download {standin_hub.TARGET_REPO}: " in line:
+            httpx.post(f"{HUB}/_standin/faults", json={"hold": {held: False}})
+
     times = f"/tmp/laguna-step-times-{os.getpid()}.json"
     try:
-        first = run_deploy(sandbox, [b], env={"LAGUNA_KIT_STEP_TIMES": times})
+        first = run_deploy_watching(
+            sandbox, [b], release_once_waited, env={"LAGUNA_KIT_STEP_TIMES": times}
+        )
     finally:
+        httpx.post(f"{HUB}/_standin/faults", json={"hold": {held: False}})
         httpx.post(f"{HUB}/_standin/rate", json={"bytes_per_second": 0})
     assert first.ok, first.explain()
     with open(times) as fh:

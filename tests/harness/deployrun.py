@@ -116,6 +116,32 @@ def start_deploy(sandbox, boxes, deploy: str = "deploy.py", **kw) -> subprocess.
     )
 
 
+def run_deploy_watching(
+    sandbox, boxes, on_line, deploy: str = "deploy.py", timeout: float = 900, **kw
+) -> DeployResult:
+    """The same run, calling on_line(line) for each line of pyinfra's log as it is printed: for
+    drills that act when the run reaches a point (release a held download once the wait for it
+    is printed), rather than guess how long a step takes."""
+    import threading
+
+    proc = start_deploy(sandbox, boxes, deploy, **kw)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    err: list[str] = []
+    try:
+        for line in proc.stderr:
+            err.append(line)
+            on_line(line)
+        proc.wait()
+    finally:
+        killer.cancel()
+        reader.join(timeout=30)
+    return result_of(proc.returncode, "".join(out), "".join(err))
+
+
 def wait_deploy(proc: subprocess.Popen, timeout: float = 900) -> DeployResult:
     out, err = proc.communicate(timeout=timeout)
     return result_of(proc.returncode, out, err)

@@ -17,7 +17,10 @@ Test controls (not part of the hub API), under ``/_standin/``:
                        stops sending after that many bytes and keeps the connection open, silent,
                        for that long, then closes it (a hub or proxy that hangs mid-shard),
                        ``{"status": {"<path>": [code, times]}}``: the next `times` downloads of that
-                       file answer that HTTP status (a 503 from an overloaded CDN node);
+                       file answer that HTTP status (a 503 from an overloaded CDN node),
+                       ``{"hold": {"<path>": true}}``: that file trickles (1 KiB each half second,
+                       so no read timeout fires) until ``{"hold": {"<path>": false}}`` or a reset (a
+                       download a test lets finish when it has seen what it waits for);
 - ``POST rate``        JSON ``{"bytes_per_second": N}`` (0 = unlimited): every file download is
                        paced to N bytes/s shared by all downloads, like one link of that speed.
 """
@@ -149,6 +152,7 @@ class Hub:
         self.cut: dict[str, int] = {}
         self.corrupt: set[str] = set()
         self.slow: dict[str, int] = {}
+        self.hold: set[str] = set()
         self.stall: dict[str, tuple[int, float]] = {}
         self.status: dict[str, list[int]] = {}
         self.link = Link(0)
@@ -251,6 +255,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.hub.cut.clear()
                 self.hub.corrupt.clear()
                 self.hub.slow.clear()
+                self.hub.hold.clear()
                 self.hub.stall.clear()
                 self.hub.status.clear()
                 self.hub.link = Link(0)
@@ -264,6 +269,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.hub.cut.update({k: int(v) for k, v in faults.get("cut", {}).items()})
                 self.hub.corrupt.update(k for k, v in faults.get("corrupt", {}).items() if v)
                 self.hub.slow.update({k: int(v) for k, v in faults.get("slow", {}).items()})
+                for k, v in faults.get("hold", {}).items():
+                    (self.hub.hold.add if v else self.hub.hold.discard)(k)
                 self.hub.stall.update(
                     {k: (int(v[0]), float(v[1])) for k, v in faults.get("stall", {}).items()}
                 )
@@ -402,12 +409,18 @@ class Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                link.take(len(chunk[i : i + (1 << 16)]))
-                self.wfile.write(chunk[i : i + (1 << 16)])
+                piece = chunk[i : i + (1 << 16)]
+                while piece and filename in self.hub.hold:
+                    self.wfile.write(piece[:1024])
+                    self.wfile.flush()
+                    with self.hub.lock:
+                        self.hub.served[key] = self.hub.served.get(key, 0) + len(piece[:1024])
+                    piece = piece[1024:]
+                    time.sleep(0.5)
+                link.take(len(piece))
+                self.wfile.write(piece)
                 with self.hub.lock:
-                    self.hub.served[key] = self.hub.served.get(key, 0) + len(
-                        chunk[i : i + (1 << 16)]
-                    )
+                    self.hub.served[key] = self.hub.served.get(key, 0) + len(piece)
                 if rate:
                     time.sleep((1 << 16) / rate)
         except (BrokenPipeError, ConnectionResetError):
