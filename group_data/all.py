@@ -166,5 +166,8 @@ ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack 
 gate_max_tokens = 32  # the recipe's gate generation length
 gate_timeout_s = 300  # the recipe's gate client timeout
 dflash_min_acceptance = 0.2  # far below a matched drafter; a mismatched one accepted 0 of 8,449 drafts
+gate_bench_tokens = 500  # the recipe's benchmark shape (short prompt, 500 tokens, temperature 0: 282.5 tok/s), recorded per release; 0 = none
+min_decode_ratio = 0.8  # a new release decoding below this x the previous passing release's (same box, same mode) fails its gate and rolls back
+force_slower = False  # accept, for this run, a release that min_decode_ratio refuses (its figure then becomes the one to hold)
 keep_releases = 3  # after a passing gate, older releases go, with the images and checkpoint revisions only they used (the current one and the rollback target always stay)
 skip_validation = False  # only for debugging a box: a deploy without the gate proves nothing

@@ -338,6 +338,9 @@ CHECKS: dict[str, Check] = {
     "gate_max_tokens": integer(1, 1 << 20),
     "gate_timeout_s": integer(1, 86400),
     "dflash_min_acceptance": number(0, 1),
+    "gate_bench_tokens": integer(0, 4096),
+    "min_decode_ratio": number(0, 1),
+    "force_slower": flag(),
     "keep_releases": integer(2, 1000),
     "skip_validation": flag(),
     # per-run operator inputs (hostsfile.EXTRA_KNOBS)

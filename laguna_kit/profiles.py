@@ -273,6 +273,8 @@ def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
             "ready_timeout": knobs["ready_timeout_s"],
             "dflash": bool(serving.speculative),
             "min_acceptance": knobs["dflash_min_acceptance"],
+            "bench_tokens": knobs["gate_bench_tokens"],
+            "min_decode_ratio": knobs["min_decode_ratio"],
         },
         "unit_sha256": hashlib.sha256(unit.encode()).hexdigest(),
     }

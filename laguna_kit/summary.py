@@ -21,6 +21,26 @@ def _figure(value, unit: str) -> str:
     return f"{value} {unit}" if value not in (None, "") else "-"
 
 
+def figures(gate: dict, recipe: dict) -> str:
+    """The gate's figures beside the recipe's: decode over the recipe's benchmark shape, the long
+    prompt's time to first token, DFlash acceptance."""
+    lc, df = gate.get("long_context") or {}, gate.get("dflash") or {}
+    bench = gate.get("benchmark") or {}
+    if bench:
+        decode = (
+            f"decode {_figure(bench.get('decode_tok_s'), 'tok/s')} over "
+            f"{bench.get('output_tokens', '-')} tokens (recipe "
+            f"{_figure(recipe.get('decode_tok_s'), 'tok/s')} over 500)"
+        )
+    else:
+        decode = "decode not measured (gate_bench_tokens = 0)"
+    return (
+        f"{decode}, time to first token at {lc.get('prompt_tokens', '-')} prompt tokens "
+        f"{_figure(lc.get('prefill_s'), 's')}"
+        + (f", DFlash acceptance {df['acceptance']:.1%}" if "acceptance" in df else "")
+    )
+
+
 def box_lines(name: str, r: dict, router_url: str | None = None) -> list[str]:
     out = [f"  {name}:"]
     addresses = r.get("tailnet") or []
@@ -38,21 +58,14 @@ def box_lines(name: str, r: dict, router_url: str | None = None) -> list[str]:
             f"{current.get('mode', '-')}, image {current.get('image', '-')}"
         )
         if gate.get("release") == release and gate.get("passed"):
-            lc, df, recipe = gate.get("long_context") or {}, gate.get("dflash") or {}, r["recipe"]
+            lc, recipe = gate.get("long_context") or {}, r["recipe"]
             out.append(
                 f"    gate        passed {gate.get('time', '')}: {lc.get('prompt_tokens', '-')} "
                 f"prompt tokens (recipe {recipe.get('gate_prompt_tokens', '-')}), "
                 f"+{lc.get('completion_tokens', '-')} generated in "
                 f"{_figure(lc.get('elapsed_s'), 's')} (recipe {_figure(recipe.get('gate_s'), 's')})"
             )
-            out.append(
-                f"    figures     time to first token {_figure(lc.get('prefill_s'), 's')}, "
-                f"decode {_figure(lc.get('decode_tok_s'), 'tok/s')} over the gate's "
-                f"{lc.get('completion_tokens', '-')} tokens (recipe "
-                f"{_figure(recipe.get('decode_tok_s'), 'tok/s')} over 500: "
-                "scripts/benchmark.py measures that shape)"
-                + (f", DFlash acceptance {df['acceptance']:.1%}" if "acceptance" in df else "")
-            )
+            out.append("    figures     " + figures(gate, recipe))
         elif gate.get("release") == release and gate:
             out.append(f"    gate        FAILED: {gate.get('error', 'see tasks/logs.py')}")
         else:

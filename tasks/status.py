@@ -1,11 +1,12 @@
 # `pyinfra inventory.py tasks/status.py`: unit state, release, digest, GPU memory, endpoint health,
-# last gate result, a drain at the fleet router; on the router: each box as the router sees it.
-# Reads only.
+# last gate result, the running release's figures beside the recipe's, a drain at the fleet
+# router; on the router: each box as the router sees it. Reads only.
 from pyinfra import host
 
 from laguna_kit import fleet, knobtypes
 from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_UNIT
 from laguna_kit.operations.reports import router_reported, serving_reported
+from laguna_kit.profiles import profile_of
 
 knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
@@ -15,6 +16,7 @@ if "gpu" in fleet.roles(host):
         kit_dir=host.data.kit_dir,
         unit=host.data.unit_name,
         port=host.data.api_port,
+        recipe={"decode_tok_s": profile_of(host.data).get("recipe_decode_tok_s")},
     )
 if "router" in fleet.roles(host):
     router_reported(

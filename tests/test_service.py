@@ -191,6 +191,43 @@ def test_gate_failure_rolls_back_automatically(served, deploy):
     )
 
 
+def test_a_release_slower_than_the_last_of_its_mode_fails_and_rolls_back(served, deploy):
+    """Each passing release records its figures (the recipe's benchmark shape); a new release
+    decoding below min_decode_ratio x the previous passing release's of its mode fails its gate,
+    naming both, and the box rolls back; status shows the running release's figures beside the
+    recipe's; force_slower accepts it."""
+    b, _ = served
+    two = json.loads(b.run("cat /opt/laguna-kit/releases/0002/perf.json").stdout)
+    assert two["mode"] == "speed-128k" and two["decode_tok_s"] > 500, two  # the stand-in's pace
+    # half the previous speed (the stand-in's default is 1,000 tok/s)
+    b.run("echo '{\"decode_tok_s\": 450}' > /models/standin-faults.json")
+    try:
+        slow = deploy(b, data={"serving_mode": "speed-128k"})
+        assert not slow.ok
+        m = re.search(
+            r"decode ([0-9.]+) tok/s is below 0.8 x ([0-9.]+) tok/s of release 2 ", slow.output
+        )
+        assert m, slow.explain()
+        assert float(m.group(1)) < 460 and float(m.group(2)) == two["decode_tok_s"]
+        assert "force_slower=True" in slow.output and "rolling back" in slow.output
+        assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
+        status = deploy(b, "tasks/status.py")
+        one = json.loads(b.run("cat /opt/laguna-kit/releases/0001/perf.json").stdout)
+        assert (
+            f"figures of release 1 ({one['time']}): decode {one['decode_tok_s']} tok/s "
+            "(recipe 282.5 tok/s), time to first token at the gate's long prompt" in status.output
+        ), status.explain()
+        forced = deploy(b, data={"serving_mode": "speed-128k", "force_slower": True})
+        assert forced.ok, forced.explain()
+        summary = forced.output[forced.output.index("--> Summary:") :]
+        m = re.search(r"decode ([0-9.]+) tok/s over 500 tokens \(recipe 259.7 tok/s", summary)
+        assert m and float(m.group(1)) < 460, summary  # the slower figure, accepted
+    finally:
+        b.run("rm -f /models/standin-faults.json")
+    back = deploy(b, "tasks/rollback.py")
+    assert back.ok and re.search(r"^\*\s+1 .*champion", releases(b), re.M), back.explain()
+
+
 def test_revision_upgrade_fetches_only_changes_and_rollback_restores_the_old_checkpoint(
     served, deploy, sandbox
 ):

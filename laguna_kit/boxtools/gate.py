@@ -1,5 +1,6 @@
 """Validation clients for an OpenAI-compatible vLLM endpoint (httpx): readiness, smoke test, the
-long-context gate, the DFlash acceptance check and a small benchmark.
+long-context gate, the DFlash acceptance check, and the recipe's benchmark shape (decode tok/s),
+which the gate records per release and holds against the previous release's figure.
 
 Used three ways: by the deploy (uploaded to the box and run against 127.0.0.1, so the gate does not
 depend on the firewall), by scripts/ against any URL, and by tests. As a program it runs the whole
@@ -263,6 +264,40 @@ def benchmark(
     return rows
 
 
+def decode_figure(base: str, model: str, max_tokens: int, timeout: float) -> dict:
+    """The recipe's benchmark shape, once: a short prompt, `max_tokens` output tokens, temperature
+    0, client wall, non-streaming (282.5 tok/s for the champion: 500 tokens in 1.770 s)."""
+    row = benchmark(base, model, max_tokens=max_tokens, runs=1, timeout=timeout)[0]
+    return {
+        "output_tokens": row["output_tokens"],
+        "wall_s": row["wall_s"],
+        "decode_tok_s": row["tok_s"],
+        "short_ttft_s": row["ttft_s"],
+    }
+
+
+def slower_check(perf: dict, baseline: dict | None, ratio: float, force: bool) -> str | None:
+    """None when this release is not slower than `ratio` × the baseline's decode (the previous
+    passing release on this box, same mode); else what is wrong. `force`: accepted, and said."""
+    if not baseline or not baseline.get("decode_tok_s") or perf.get("decode_tok_s") is None:
+        return None
+    floor = ratio * baseline["decode_tok_s"]
+    if perf["decode_tok_s"] >= floor:
+        return None
+    said = (
+        f"decode {perf['decode_tok_s']} tok/s is below {ratio} x {baseline['decode_tok_s']} "
+        f"tok/s of release {baseline['release']} (the previous passing release on this box, mode "
+        f"{baseline.get('mode')}) = {floor:.1f} tok/s"
+    )
+    if force:
+        log(f"{said}: accepted (force_slower)")
+        return None
+    return (
+        f"{said}: a slower release is refused (min_decode_ratio); find why (tasks/logs.py, "
+        "nvidia-smi clocks and temperature), or accept it with force_slower=True"
+    )
+
+
 def run_gate(args) -> dict:
     result = {
         "release": args.release,
@@ -284,9 +319,30 @@ def run_gate(args) -> dict:
             f"generated tokens in "
             f"{lc['elapsed_s']} s (prefill {lc['prefill_s']} s, decode {lc['decode_tok_s']} tok/s)"
         )
+        if args.bench_tokens:
+            result["benchmark"] = decode_figure(
+                args.url, args.model, args.bench_tokens, args.timeout
+            )
+            bench = result["benchmark"]
+            log(
+                f"benchmark: {bench['output_tokens']} tokens in {bench['wall_s']} s = "
+                f"{bench['decode_tok_s']} tok/s"
+            )
         if args.dflash:
             result["dflash"] = dflash_check(before, spec_counters(args.url), args.min_acceptance)
             log(f"DFlash acceptance {result['dflash']['acceptance']:.1%}")
+        result["perf"] = {
+            "decode_tok_s": (result.get("benchmark") or {}).get("decode_tok_s"),
+            "ttft_s": lc["prefill_s"],
+            "acceptance": (result.get("dflash") or {}).get("acceptance"),
+            "mode": getattr(args, "mode", None),
+        }
+        slower = slower_check(
+            result["perf"], args.baseline, args.min_decode_ratio, args.force_slower
+        )
+        if slower:
+            result["baseline"] = args.baseline
+            raise GateFailure(slower)
         result["passed"] = True
     except (GateFailure, httpx.HTTPError, ValueError, KeyError) as exc:
         result["error"] = str(exc) or type(exc).__name__
@@ -306,6 +362,33 @@ def main(argv=None) -> int:
     p.add_argument("--unit", help="systemd unit to watch while waiting (on the box)")
     p.add_argument("--dflash", action="store_true", help="check speculative-decoding acceptance")
     p.add_argument("--min-acceptance", dest="min_acceptance", type=float, default=0.2)
+    p.add_argument(
+        "--bench-tokens",
+        dest="bench_tokens",
+        type=int,
+        default=500,
+        help="the recipe's benchmark: a short prompt, this many output tokens (0: none)",
+    )
+    p.add_argument(
+        "--min-decode-ratio",
+        dest="min_decode_ratio",
+        type=float,
+        default=0.8,
+        help="fail when decode is below this x the baseline's",
+    )
+    p.add_argument(
+        "--baseline",
+        type=json.loads,
+        default=None,
+        help='JSON {"release": N, "decode_tok_s": X, "mode": M}: the figure to hold (with '
+        "--kit-dir: the previous passing release of the same mode on this box)",
+    )
+    p.add_argument(
+        "--force-slower",
+        dest="force_slower",
+        action="store_true",
+        help="accept a release slower than min_decode_ratio allows",
+    )
     p.add_argument("--release", type=int)
     p.add_argument(
         "--kit-dir", help="on a box: take the URL and every gate parameter from the current release"
@@ -319,9 +402,13 @@ def main(argv=None) -> int:
         if not (current.get("spec") or {}).get("gate"):
             log(f"GATE FAILED: no current release to validate under {args.kit_dir}")
             return 1
+        rel = Releases(args.kit_dir, args.unit or "")
         args.release = current.get("number")
+        args.mode = current["spec"].get("mode")
         for key, value in current["spec"]["gate"].items():
             setattr(args, key, value)
+        if args.baseline is None:
+            args.baseline = rel.perf_baseline(args.release)
     result = run_gate(args)
     if args.result:
         with open(args.result, "w") as fh:

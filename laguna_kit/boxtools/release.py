@@ -5,9 +5,11 @@
     laguna_release.py install-incoming    number the release the deploy uploaded, activate it
     laguna_release.py activate N          run release N
     laguna_release.py rollback [--to N]   run the previous release (or N)
-    laguna_release.py validate [--auto-rollback]
+    laguna_release.py validate [--auto-rollback] [--force-slower]
                                           run the gate on the current release; on failure roll
-                                          back, validate the restored release, and fail
+                                          back, validate the restored release, and fail (a
+                                          release decoding below min_decode_ratio x the previous
+                                          one's fails, unless --force-slower)
     laguna_release.py stop                stop serving (the unit stays installed)
     laguna_release.py drain               the fleet router sends this box nothing new (an
                                           operator's drain: only `undrain` ends it)
@@ -22,8 +24,9 @@ agent answers "drain" (router-drain exists), the release manager waits for the r
 and for vLLM's running and waiting requests to reach 0, then restarts; a passed gate ends the kit's
 drain. A failed gate leaves the box drained.
 
-A release folder holds release.json (what ran: mode, image digest, revisions, flags, time) and the
-unit file. This module is the only reader and writer of that layout; the deploy asks it
+A release folder holds release.json (what ran: mode, image digest, revisions, flags, time), the
+unit file, and perf.json (its figures from its first passing gate: decode tok/s, TTFT, DFlash
+acceptance). This module is the only reader and writer of that layout; the deploy asks it
 (`state --json`). Activating installs the unit, runs `systemctl daemon-reload` only when the unit
 file really changed (a reload can detach GPUs from running containers), and restarts the service.
 """
@@ -187,6 +190,7 @@ class Releases:
             "current": self.current_meta(),
             "unit_drift": self.unit_drift(),
             "gate": gate,
+            "perf": self.perf(self.state().get("current")),
             "unit": {
                 "active": props.get("ActiveState") == "active",
                 "since": int(since) if since.isdigit() else None,
@@ -436,7 +440,34 @@ class Releases:
             state["failed"] = [f for f in state["failed"] if f != n]
             self.save(state)
 
-    def gate(self) -> bool:
+    # --- the performance record: a release's figures from its first passing gate (perf.json)
+    def perf(self, n: int | None) -> dict | None:
+        return read_json(os.path.join(self.folder(n), "perf.json")) if n is not None else None
+
+    def perf_baseline(self, n: int | None) -> dict | None:
+        """What release n's decode is held to: the newest earlier release of the same mode on this
+        box that passed its gate (its record). None once n has a record of its own (a re-gate after
+        a restart measures the box, not the release) or when there is none to compare with."""
+        if n is None or self.perf(n) is not None:
+            return None
+        mode = self.meta(n).get("mode")
+        failed = set(self.state().get("failed", []))
+        for m in sorted((m for m in self.numbers() if m < n and m not in failed), reverse=True):
+            rec = self.perf(m)
+            if rec and rec.get("mode") == mode and rec.get("decode_tok_s"):
+                return {"release": m, "decode_tok_s": rec["decode_tok_s"], "mode": mode}
+        return None
+
+    def record_perf(self) -> None:
+        """After a passing gate: the release's figures, kept with it (the first pass only)."""
+        result = read_json(gate_result(self.kit_dir)) or {}
+        n = result.get("release")
+        if result.get("passed") and n in self.numbers() and self.perf(n) is None:
+            rec = dict(result.get("perf") or {}, release=n, time=result.get("time"))
+            with open(os.path.join(self.folder(n), "perf.json"), "w") as fh:
+                json.dump(rec, fh, indent=1)
+
+    def gate(self, force_slower: bool = False) -> bool:
         """Run the gate (in the kit's venv) on whichever release is current; True when it passed."""
         cmd = [
             f"{self.kit_dir}/venv/bin/python",
@@ -447,15 +478,18 @@ class Releases:
             self.unit,
             "--result",
             gate_result(self.kit_dir),
-        ]
-        return subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
+        ] + (["--force-slower"] if force_slower else [])
+        passed = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
+        if passed:
+            self.record_perf()
+        return passed
 
-    def validate(self, auto_rollback: bool) -> bool:
+    def validate(self, auto_rollback: bool, force_slower: bool = False) -> bool:
         """The current release passes the gate, or it is marked failed and (auto_rollback) the
         previous good release is restored and validated; either way a failed gate is a failed
         validation. With nothing to roll back to, the failing release is stopped."""
         current = self.state().get("current")
-        if self.gate():
+        if self.gate(force_slower):
             self.mark_passed(current)
             self.undrain()
             return True
@@ -580,6 +614,9 @@ def main(argv=None) -> int:
     rb.add_argument("--to", type=int)
     va = sub.add_parser("validate")
     va.add_argument("--auto-rollback", action="store_true")
+    va.add_argument(
+        "--force-slower", action="store_true", help="accept a release slower than the last one"
+    )
     args = p.parse_args(argv)
     rel = Releases(args.kit_dir, args.unit)
     try:
@@ -596,7 +633,7 @@ def main(argv=None) -> int:
         elif args.cmd == "rollback":
             rel.rollback(args.to)
         elif args.cmd == "validate":
-            return 0 if rel.validate(args.auto_rollback) else 1
+            return 0 if rel.validate(args.auto_rollback, args.force_slower) else 1
         elif args.cmd == "stop":
             rel.drain("stopped")
             run("systemctl", "stop", args.unit)

@@ -12,8 +12,9 @@ from . import sections
 
 class ReleaseState(FactBase):
     """``{"state": state.json, "current": the current release.json, "gate": the last gate result,
-    "unit": {"active": bool, "since": unix seconds of its last start or None}, "unit_drift": diff
-    lines between the installed unit and the current release's}``, from
+    "perf": the current release's figures (perf.json) or None, "unit": {"active": bool, "since":
+    unix seconds of its last start or None}, "unit_drift": diff lines between the installed unit
+    and the current release's}``, from
     ``laguna_release.py state --json``; the default before the box tools are installed."""
 
     @staticmethod
@@ -22,6 +23,7 @@ class ReleaseState(FactBase):
             "state": {},
             "current": {},
             "gate": {},
+            "perf": None,
             "unit": {"active": False, "since": None},
             "unit_drift": [],
         }

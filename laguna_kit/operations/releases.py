@@ -85,7 +85,11 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
 
 @operation()
 def release_validated(
-    kit_dir: str, unit: str, auto_rollback: bool = True, keep_releases: int | None = None
+    kit_dir: str,
+    unit: str,
+    auto_rollback: bool = True,
+    keep_releases: int | None = None,
+    force_slower: bool = False,
 ):
     """
     The current release passed the gate (readiness, smoke, fresh long prompt, DFlash acceptance).
@@ -97,6 +101,8 @@ def release_validated(
     + kit_dir: the kit's folder on the box
     + unit: the serving unit's name
     + auto_rollback: roll back to the previous release when the gate fails
+    + force_slower: accept a release whose decode is below min_decode_ratio x the previous
+      passing release's (otherwise it fails its gate like any other failure)
     + keep_releases: after a passing gate, remove the releases beyond the newest N and the image
       and checkpoint revisions only they used (never the current release or the one a rollback
       would run; None: keep everything)
@@ -136,7 +142,11 @@ def release_validated(
         return
     # On the box, in a unit of its own: a dropped connection cannot leave a failed release serving.
     validate = release_command(
-        kit_dir, unit, "validate", *(["--auto-rollback"] if auto_rollback else [])
+        kit_dir,
+        unit,
+        "validate",
+        *(["--auto-rollback"] if auto_rollback else []),
+        *(["--force-slower"] if force_slower else []),
     )
     if keep_releases:  # only after a pass: what the release that serves needs is kept
         validate += " && " + release_command(kit_dir, unit, "prune", "--keep", int(keep_releases))

@@ -28,7 +28,21 @@ FIREWALL_PROBLEMS = {
 }
 
 
-def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
+def perf_line(perf: dict | None, recipe: dict) -> str:
+    """The running release's figures (from its first passing gate) beside the recipe's."""
+    if not perf:
+        return "figures: none recorded for this release (it has not passed a gate with this kit)"
+    acc = perf.get("acceptance")
+    return (
+        f"figures of release {perf.get('release')} ({perf.get('time')}): decode "
+        f"{summary._figure(perf.get('decode_tok_s'), 'tok/s')} (recipe "
+        f"{summary._figure(recipe.get('decode_tok_s'), 'tok/s')}), time to first token at the "
+        f"gate's long prompt {summary._figure(perf.get('ttft_s'), 's')}"
+        + (f", DFlash acceptance {acc:.1%}" if acc is not None else "")
+    )
+
+
+def serving_lines(st: dict, rel: dict, unit: str, recipe: dict | None = None) -> list[str]:
     """The status report's lines, from the ServingStatus and ReleaseState facts."""
     cur, gate, drain = rel["current"] or {}, rel["gate"] or {}, rel.get("drain")
     spec = cur.get("spec") or {}
@@ -54,6 +68,7 @@ def serving_lines(st: dict, rel: dict, unit: str) -> list[str]:
         )
         if gate
         else "last gate: none recorded",
+        perf_line(rel.get("perf"), recipe or {}),
     ] + (
         [
             f"drained at the fleet router since {drain.get('time')}: {drain.get('reason')}"
@@ -79,7 +94,9 @@ def download_lines(records: list[dict]) -> list[str]:
 
 
 @operation()
-def serving_reported(kit_dir: str, unit: str, port: int, rules: str = FIREWALL_RULES):
+def serving_reported(
+    kit_dir: str, unit: str, port: int, rules: str = FIREWALL_RULES, recipe: dict | None = None
+):
     """
     Log unit state, release, digest, GPU memory, endpoint health, the last gate result, the
     firewall table's state (a missing or altered table is logged as a problem, by name) and a
@@ -89,6 +106,8 @@ def serving_reported(kit_dir: str, unit: str, port: int, rules: str = FIREWALL_R
     + unit: the serving unit
     + port: the API port (asked on 127.0.0.1)
     + rules: the kit's firewall rules file
+    + recipe: the recipe's figures for the serving mode (``decode_tok_s``), shown beside the
+      release's
 
     **Example:**
 
@@ -101,6 +120,7 @@ def serving_reported(kit_dir: str, unit: str, port: int, rules: str = FIREWALL_R
         host.get_fact(ServingStatus, unit=unit, port=port),
         host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit),
         unit,
+        recipe,
     )
     table = host.get_fact(FirewallState, kit_dir=kit_dir, rules=rules)["table"]
     problem = FIREWALL_PROBLEMS.get(table)

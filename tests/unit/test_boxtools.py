@@ -97,7 +97,7 @@ def test_validate_rolls_back_on_the_box_and_still_fails(box, monkeypatch, capsys
     incoming(box, mode="speed-128k")
     box.install_incoming()
     results = iter([False, True])  # the new release fails its gate, the restored one passes
-    monkeypatch.setattr(release.Releases, "gate", lambda self: next(results))
+    monkeypatch.setattr(release.Releases, "gate", lambda self, force=False: next(results))
     assert box.validate(auto_rollback=True) is False
     assert box.state()["current"] == 1
     err = capsys.readouterr().err
@@ -107,10 +107,61 @@ def test_validate_rolls_back_on_the_box_and_still_fails(box, monkeypatch, capsys
     )
 
 
+def passed_gate(rel, n, decode, mode="champion"):
+    """What a passing gate of release n leaves (last-gate.json), recorded as the box does."""
+    os.makedirs(os.path.join(rel.kit_dir, "state"), exist_ok=True)
+    with open(os.path.join(rel.kit_dir, "state", "last-gate.json"), "w") as fh:
+        json.dump(
+            {
+                "release": n,
+                "passed": True,
+                "time": "T",
+                "perf": {"decode_tok_s": decode, "ttft_s": 1.0, "acceptance": 0.6, "mode": mode},
+            },
+            fh,
+        )
+    rel.record_perf()
+
+
+def test_a_release_is_held_to_the_previous_passing_release_of_its_mode(box):
+    incoming(box)
+    box.install_incoming()
+    assert box.perf_baseline(1) is None  # nothing before it
+    passed_gate(box, 1, 280.0)
+    assert box.perf(1)["decode_tok_s"] == 280.0 and box.perf(1)["release"] == 1
+    assert box.perf_baseline(1) is None  # measured: a re-gate after a restart holds nothing
+    incoming(box, mode="speed-128k")
+    box.install_incoming()
+    assert box.perf_baseline(2) is None  # another mode: not comparable
+    passed_gate(box, 2, 250.0, mode="speed-128k")
+    incoming(box, unit_body="ExecStart=/usr/bin/docker run z")  # champion again
+    box.install_incoming()
+    assert box.perf_baseline(3) == {"release": 1, "decode_tok_s": 280.0, "mode": "champion"}
+    passed_gate(box, 3, 200.0)  # a pass recorded once: the first pass is the release's figure
+    passed_gate(box, 3, 290.0)
+    assert box.perf(3)["decode_tok_s"] == 200.0
+    assert box.snapshot()["perf"]["decode_tok_s"] == 200.0  # status shows the running release's
+    incoming(box, unit_body="ExecStart=/usr/bin/docker run w")
+    box.install_incoming()
+    box.mark_failed(3)  # a failed release is never the figure to hold
+    assert box.perf_baseline(4)["release"] == 1
+
+
+def test_a_slower_release_fails_naming_both_figures_unless_forced():
+    base = {"release": 2, "decode_tok_s": 280.0, "mode": "champion"}
+    said = gate.slower_check({"decode_tok_s": 140.1}, base, 0.8, force=False)
+    assert "decode 140.1 tok/s is below 0.8 x 280.0 tok/s of release 2" in said
+    assert "force_slower=True" in said and "min_decode_ratio" in said
+    assert gate.slower_check({"decode_tok_s": 140.1}, base, 0.8, force=True) is None
+    assert gate.slower_check({"decode_tok_s": 224.0}, base, 0.8, force=False) is None  # = floor
+    assert gate.slower_check({"decode_tok_s": 100.0}, None, 0.8, force=False) is None
+    assert gate.slower_check({"decode_tok_s": None}, base, 0.8, force=False) is None
+
+
 def test_validate_with_nothing_to_roll_back_to_stops_the_release(box, monkeypatch, capsys):
     incoming(box)
     box.install_incoming()
-    monkeypatch.setattr(release.Releases, "gate", lambda self: False)
+    monkeypatch.setattr(release.Releases, "gate", lambda self, force=False: False)
     assert box.validate(auto_rollback=True) is False
     err = capsys.readouterr().err
     assert "no previous release to roll back to" in err and "it is stopped, not left serving" in err
@@ -122,7 +173,7 @@ def test_a_failed_release_is_skipped_by_rollbacks_unless_named(box, monkeypatch)
         incoming(box, mode=mode)
         box.install_incoming()
     results = iter([False, True])  # release 3 fails its gate, release 2 passes
-    monkeypatch.setattr(release.Releases, "gate", lambda self: next(results))
+    monkeypatch.setattr(release.Releases, "gate", lambda self, force=False: next(results))
     box.validate(auto_rollback=True)
     assert box.state()["current"] == 2 and box.state()["failed"] == [3]
     # "previous" no longer toggles back to the release that just failed
@@ -511,7 +562,7 @@ def test_a_restart_behind_a_router_is_drained_first_and_undrained_by_its_gate(fl
     # the running requests were waited for with the marker in place, before the restart
     assert fleet_box.seen and all(r == "release 1 starting" for r in fleet_box.seen)
     assert fleet_box.drained()["by"] == "kit"
-    fleet_box.gate = lambda: True
+    fleet_box.gate = lambda force=False: True
     assert fleet_box.validate(auto_rollback=True)
     assert fleet_box.drained() is None
 
@@ -519,11 +570,11 @@ def test_a_restart_behind_a_router_is_drained_first_and_undrained_by_its_gate(fl
 def test_a_failed_gate_stays_drained_and_an_operators_drain_outlives_a_deploy(fleet_box):
     incoming(fleet_box)
     fleet_box.install_incoming()
-    fleet_box.gate = lambda: False
+    fleet_box.gate = lambda force=False: False
     assert not fleet_box.validate(auto_rollback=False)
     assert fleet_box.drained()["reason"] == "release 1 failed its gate"
     fleet_box.drain("maintenance", by="operator")
-    fleet_box.gate = lambda: True
+    fleet_box.gate = lambda force=False: True
     assert fleet_box.validate(auto_rollback=False)
     assert fleet_box.drained()["by"] == "operator"  # a passed gate does not end it
     fleet_box.undrain(by="operator")

@@ -15,6 +15,7 @@ GATE = {
         "decode_tok_s": 268.4,
     },
     "dflash": {"acceptance": 0.6213},
+    "benchmark": {"output_tokens": 500, "wall_s": 1.79, "decode_tok_s": 279.3},
 }
 RECIPE = {"gate_prompt_tokens": 190000, "gate_s": 73.6, "decode_tok_s": 282.5}
 
@@ -42,8 +43,9 @@ def test_a_served_box_shows_its_endpoint_release_and_figures_beside_the_recipes(
     assert "release     3, mode champion, image vllm/vllm-openai:v0.25.1" in text
     assert "190002 prompt tokens (recipe 190000)" in text
     assert "in 74.1 s (recipe 73.6 s)" in text
-    assert "time to first token 71.9 s, decode 268.4 tok/s" in text
-    assert "recipe 282.5 tok/s over 500" in text and "DFlash acceptance 62.1%" in text
+    assert "decode 279.3 tok/s over 500 tokens (recipe 282.5 tok/s over 500)" in text
+    assert "time to first token at 190002 prompt tokens 71.9 s" in text
+    assert "DFlash acceptance 62.1%" in text
     assert (
         "try         .venv/bin/python scripts/smoke_test.py http://100.101.102.103:8080/v1" in text
     )

@@ -13,11 +13,21 @@ Takes the same command line the kit gives the real image (``<model> --flag value
   can make it fail: ``{"oom_prompt_over": N}`` kills the engine on a prompt over N tokens
   (/health then 503, the process exits: the Marlin-workspace OOM signature), and
   ``{"accept_rate": 0.0}`` plays a mismatched drafter, ``{"token_delay_s": 0.02}`` generates
-  at that pace (so requests are in flight when a test restarts or drains a box).
+  at that pace (so requests are in flight when a test restarts or drains a box),
+  ``{"decode_tok_s": 200}`` the same as a speed (the figure the gate's benchmark measures;
+  1,000 tok/s when neither is set), and
+  ``{"kv_cache_usage": 0.97}`` reports that KV-cache usage (an alert to fire);
+- a chat prompt other than the smoke's "Reply with exactly: ..." is answered up to max_tokens,
+  as a model writes the recipe's benchmark page (finish_reason "length");
 - /metrics also has vLLM's scheduler gauges ``vllm:num_requests_running`` and
   ``vllm:num_requests_waiting`` (labels model_name, engine; the same in vLLM v0 and v1: vLLM's
   docs/design/metrics.md, vllm/v1/metrics/loggers.py), which the kit's release manager reads to
-  let running requests end before a restart.
+  let running requests end before a restart, and the V1 engine's other names a monitor reads,
+  with their types and labels (vLLM v0.25.1 vllm/v1/metrics/loggers.py, docs/design/metrics.md):
+  ``vllm:kv_cache_usage_perc`` (gauge, 0-1), ``vllm:request_success_total`` (counter, label
+  finished_reason), histograms ``vllm:time_to_first_token_seconds``,
+  ``vllm:inter_token_latency_seconds`` and ``vllm:e2e_request_latency_seconds`` with vLLM's
+  buckets.
 """
 
 import json
@@ -77,8 +87,57 @@ STATE = {
     "prompt_tokens": 0,
     "gen_tokens": 0,
     "running": 0,
+    "in_kv": 0,
+    "success": 0,
 }
 LOCK = threading.Lock()
+
+
+class Histogram:
+    """A Prometheus histogram as prometheus_client renders it (cumulative le buckets, +Inf, _sum,
+    _count)."""
+
+    def __init__(self, name, buckets):
+        self.name, self.buckets = name, buckets
+        self.counts, self.sum, self.count = [0] * len(buckets), 0.0, 0
+
+    def observe(self, v):
+        with LOCK:
+            self.sum += v
+            self.count += 1
+            for i, b in enumerate(self.buckets):
+                if v <= b:
+                    self.counts[i] += 1
+
+    def lines(self, labels):
+        out = [f"# TYPE {self.name} histogram"]
+        with LOCK:
+            for b, c in zip(self.buckets, self.counts):
+                out.append(f'{self.name}_bucket{{{labels},le="{float(b)}"}} {float(c)}')
+            out.append(f'{self.name}_bucket{{{labels},le="+Inf"}} {float(self.count)}')
+            out.append(f"{self.name}_sum{{{labels}}} {self.sum}")
+            out.append(f"{self.name}_count{{{labels}}} {float(self.count)}")
+        return out
+
+
+# vLLM v1's bucket boundaries (vllm/v1/metrics/loggers.py)
+TTFT = Histogram(
+    "vllm:time_to_first_token_seconds",
+    [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+     20.0, 40.0, 80.0, 160.0, 640.0, 2560.0],
+)  # fmt: skip
+ITL = Histogram(
+    "vllm:inter_token_latency_seconds",
+    [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+     20.0, 40.0, 80.0],
+)  # fmt: skip
+E2E = Histogram(
+    "vllm:e2e_request_latency_seconds",
+    [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+     240.0, 480.0, 960.0, 1920.0, 7680.0],
+)  # fmt: skip
+DEFAULT_DECODE_TOK_S = 1000.0
+KV_POOL = int(MAX_LEN * 1.04)  # the pool the boot log prints
 
 
 def log(msg):
@@ -163,6 +222,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/metrics":
             with LOCK:
                 s = dict(STATE)
+            labels = f'engine="0",model_name="{SERVED}"'
+            kv = faults().get("kv_cache_usage")
+            kv = float(kv) if kv is not None else min(s["in_kv"] / KV_POOL, 1.0)
             lines = [
                 "# TYPE vllm:num_requests_running gauge",
                 f'vllm:num_requests_running{{engine="0",model_name="{SERVED}"}} {s["running"]}.0',
@@ -172,6 +234,13 @@ class Handler(BaseHTTPRequestHandler):
                 f'vllm:prompt_tokens_total{{model_name="{SERVED}"}} {s["prompt_tokens"]}.0',
                 "# TYPE vllm:generation_tokens_total counter",
                 f'vllm:generation_tokens_total{{model_name="{SERVED}"}} {s["gen_tokens"]}.0',
+                "# TYPE vllm:kv_cache_usage_perc gauge",
+                f"vllm:kv_cache_usage_perc{{{labels}}} {kv}",
+                "# TYPE vllm:request_success_total counter",
+                f'vllm:request_success_total{{{labels},finished_reason="length"}} {s["success"]}.0',
+                *TTFT.lines(labels),
+                *ITL.lines(labels),
+                *E2E.lines(labels),
             ]
             if SPEC:
                 lines += [
@@ -242,6 +311,8 @@ class Handler(BaseHTTPRequestHandler):
             threading.Timer(0.5, lambda: os._exit(1)).start()
             return
         words = reply_for(text).split() if chat else (["x"] * max_tokens)
+        if chat and "Reply with exactly:" not in text:  # a page to write: up to max_tokens
+            words = (words * (max_tokens // max(len(words), 1) + 1))[:max_tokens]
         kwargs = dict(DEFAULT_KWARGS, **(req.get("chat_template_kwargs") or {}))
         thought = (
             THINKING[:max_tokens] if chat and REASONING and kwargs.get("enable_thinking") else []
@@ -264,7 +335,32 @@ class Handler(BaseHTTPRequestHandler):
             STATE["prompt_tokens"] += prompt_tokens
             STATE["gen_tokens"] += len(thought) + len(words)
         account(len(thought) + len(words))
-        delay = float(faults().get("token_delay_s", 0))
+        pace = faults()
+        # A default pace (1,000 tok/s), so the gate's decode figure is the stand-in's pace and
+        # not this machine's load: the kit holds each release to the previous one's figure.
+        delay = (
+            float(pace["token_delay_s"])
+            if "token_delay_s" in pace
+            else 1.0 / float(pace.get("decode_tok_s") or DEFAULT_DECODE_TOK_S)
+        )
+        n_out = len(thought) + len(words)
+        t_start = time.monotonic()
+        with LOCK:
+            STATE["in_kv"] += prompt_tokens + n_out
+        try:
+            return self.answer(req, chat, finish, out, reasoning, usage, delay, thought, words)
+        finally:
+            took = time.monotonic() - t_start
+            TTFT.observe(delay)
+            if n_out > 1:
+                for _ in range(n_out - 1):
+                    ITL.observe(delay)
+            E2E.observe(took)
+            with LOCK:
+                STATE["in_kv"] -= prompt_tokens + n_out
+                STATE["success"] += 1
+
+    def answer(self, req, chat, finish, out, reasoning, usage, delay, thought, words):
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         obj = "chat.completion" if chat else "text_completion"
         if not req.get("stream"):
@@ -352,7 +448,7 @@ def main():
     )
     time.sleep(float(os.environ.get("STANDIN_LOAD_SECONDS", "2")))
     log("Model loading took 17.53 GiB memory (standin)")
-    log(f"GPU KV cache size: {int(MAX_LEN * 1.04):,} tokens")
+    log(f"GPU KV cache size: {KV_POOL:,} tokens")
     log(f"Maximum concurrency for {MAX_LEN:,} tokens per request: 1.04x")
     host = FLAGS.get("host", "0.0.0.0")
     port = int(FLAGS.get("port", 8000))
