@@ -1,7 +1,8 @@
 # The upstream recipe, step by step: `pyinfra inventory.py deploy.py` (re-run to upgrade).
 # steps.include is local.include that also times each step (a summary is printed at the end).
 # A GPU box (the default role) runs every step; the fleet's router (roles = ["router"] in the
-# hosts file) runs the ones that keep it on the tailnet, then tasks/router.py.
+# hosts file) runs the ones that keep it on the tailnet, then tasks/router.py; the monitor
+# (roles = ["monitor"]) tasks/monitor.py.
 from pyinfra import host
 
 from laguna_kit import fleet, knobtypes, steps
@@ -35,6 +36,9 @@ if gpu:  # with a router in the hosts file; without one, an agent left from befo
     steps.include("tasks/router_agent.py")  # before the serving unit restarts: it drains first
 if router:
     steps.include("tasks/router.py")
+steps.include("tasks/metrics.py")  # with a monitor: node exporter, GPU metrics, its firewall set
+if "monitor" in fleet.roles(host):
+    steps.include("tasks/monitor.py")  # Prometheus + Alertmanager: every host of the run is joined
 if gpu:
     steps.include("tasks/models.py")  # waits for the download (progress every 30 s), checks it
     steps.include("tasks/image.py")

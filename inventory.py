@@ -30,3 +30,4 @@ except _hostsfile.HostsFileError as _exc:
     raise SystemExit(f"inventory.py: {_exc}") from None
 gpu_boxes = _hostsfile.of_role(_hosts, "gpu")
 routers = _hostsfile.of_role(_hosts, "router")
+monitors = _hostsfile.of_role(_hosts, "monitor")

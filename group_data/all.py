@@ -161,6 +161,25 @@ router_queue_timeout_s = 600  # how long a request waits at the router for a fre
 router_check_interval_ms = 1000  # health and agent checks: a dead box is out after 2 failures (~2 s), back after 2 passes
 router_drain_timeout_s = 300  # before a kit restart: how long a drained box's running requests may take to finish (= the gate's client timeout)
 
+# --- monitor: Prometheus + Alertmanager on the host with roles = ["monitor"] (tasks/monitor.py) ---
+node_exporter_port = 9100  # node exporter (the distribution's) on every host, with the kit's GPU and release metrics; only the monitor reaches it
+prometheus_port = 9090  # on the monitor host, bound to its tailnet address
+alertmanager_port = 9093  # on the monitor host, bound to its tailnet address (no cluster port)
+monitor_scrape_interval_s = 15  # Prometheus's default; an alert needs a scrape or two plus its wait
+monitor_retention_days = 30  # how long the monitor keeps its time series
+gpu_metrics_interval_s = 15  # how often laguna-gpu-metrics.timer asks nvidia-smi on each box
+alert_box_down_for_s = 30  # vLLM of a box not answering scrapes this long: alert
+alert_kv_cache_usage = 0.95  # KV cache fuller than this for 5 min: alert (requests start to queue)
+alert_waiting_requests = 4  # more requests waiting than this for 5 min (max_num_seqs: a box's worth): alert
+alert_gpu_temp_c = 85  # a card hotter than this for 2 min (a 3090 slows itself near 90): alert
+alert_gpu_memory_ratio = 0.98  # a card's memory fuller than this (vLLM takes 0.87 by design): alert
+alert_disk_free_ratio = 0.10  # model_dir or Docker's root with less free than this: alert
+alert_decode_ratio = 0.7  # live decode below this x the release's recorded figure for 15 min: alert
+alert_webhook_url = ""  # Alertmanager POSTs alerts here (JSON; Slack/ntfy/Matrix bridges take it); "" = none
+alert_email_to = ""  # and/or mails them to this address ("" = no mail)
+alert_email_from = ""  # the sender of those mails
+alert_smarthost = ""  # the SMTP server for them, host:port
+
 # --- validate: the gate ------------------------------------------------------------------------
 ready_timeout_s = 900  # model load ~124 s plus graph capture; production-stack allows ~10 min
 gate_max_tokens = 32  # the recipe's gate generation length

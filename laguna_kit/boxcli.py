@@ -21,6 +21,7 @@ BOX_TOOLS = {
     "laguna_gate.py": "gate",
     "laguna_firewall.py": "firewall",
     "laguna_lock.py": "lock",
+    "laguna_gpu_metrics.py": "gpumetrics",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 

@@ -30,6 +30,11 @@ def router_of(inventory):
     return next((h for h in inventory if "router" in roles(h)), None)
 
 
+def monitor_of(inventory):
+    """The host with the monitor role, or None (one at most: hostsfile.load checks)."""
+    return next((h for h in inventory if "monitor" in roles(h)), None)
+
+
 def gpu_hosts(inventory) -> list:
     return [h for h in inventory if "gpu" in roles(h)]
 

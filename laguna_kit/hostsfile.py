@@ -9,7 +9,8 @@
     sudo = true                    # a non-root user: every command through sudo (passwordless)
     sudo_user = "root"             # sudo's target user (default root)
     roles = ["gpu"]                # "gpu": a serving box (default); "router": the fleet's router
-                                   # (a small tailnet node: ["router"]; a GPU box too: both)
+                                   # (a small tailnet node: ["router"]; a GPU box too: both);
+                                   # "monitor": Prometheus + Alertmanager (often with "router")
     ssh_config_file = "~/.ssh/config"   # any of pyinfra's SSH connection data, verbatim (a jump
                                         # host: ProxyJump in that file, which pyinfra honours)
     [hosts.data]                   # per-host overrides of group_data/all.py knobs
@@ -45,7 +46,7 @@ CONNECTION_FIELDS = {
     "data": dict,
     "roles": list,
 }
-ROLES = ("gpu", "router")
+ROLES = ("gpu", "router", "monitor")
 
 
 def _ssh_connector_fields() -> dict[str, type]:
@@ -174,8 +175,9 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         if "sudo_user" in entry:
             data["_sudo_user"] = entry["sudo_user"]
         out.append((name, data))
-    if sum("router" in d["laguna_roles"] for _, d in out) > 1:
-        raise HostsFileError(f"hosts file {path}: more than one host has the role 'router'")
+    for role in ("router", "monitor"):
+        if sum(role in d["laguna_roles"] for _, d in out) > 1:
+            raise HostsFileError(f"hosts file {path}: more than one host has the role '{role}'")
     return out
 
 

@@ -243,6 +243,7 @@ HOSTNAME = pattern(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", "a host name"
 TAG = pattern(r"tag:[A-Za-z0-9][A-Za-z0-9-]{0,62}", "a Tailscale tag (tag:name)")
 PIN = pattern(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!-]*", "a name==version pin")
 NO_CONTROL = text()
+EMAIL = pattern(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+", "an email address", empty_ok=True)
 
 CHECKS: dict[str, Check] = {
     # preflight
@@ -333,6 +334,24 @@ CHECKS: dict[str, Check] = {
     "router_queue_timeout_s": integer(1, 86400),
     "router_check_interval_ms": integer(100, 60000),
     "router_drain_timeout_s": integer(0, 86400),
+    # monitor
+    "node_exporter_port": PORT,
+    "prometheus_port": PORT,
+    "alertmanager_port": PORT,
+    "monitor_scrape_interval_s": integer(1, 3600),
+    "monitor_retention_days": integer(1, 3650),
+    "gpu_metrics_interval_s": integer(1, 3600),
+    "alert_box_down_for_s": integer(0, 86400),
+    "alert_kv_cache_usage": number(0, 1),
+    "alert_waiting_requests": integer(0, 100000),
+    "alert_gpu_temp_c": integer(30, 120),
+    "alert_gpu_memory_ratio": number(0, 1),
+    "alert_disk_free_ratio": number(0, 1),
+    "alert_decode_ratio": number(0, 1),
+    "alert_webhook_url": url(empty_ok=True),
+    "alert_email_to": EMAIL,
+    "alert_email_from": EMAIL,
+    "alert_smarthost": pattern(r"[A-Za-z0-9.-]+:[0-9]{1,5}", "host:port", empty_ok=True),
     # validate
     "ready_timeout_s": integer(1, 86400),
     "gate_max_tokens": integer(1, 1 << 20),

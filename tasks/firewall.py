@@ -9,9 +9,11 @@ from pyinfra.operations import server
 
 from laguna_kit import fleet
 from laguna_kit.boxtools.layout import (
+    FIREWALL_MONITOR_GLOB,
     FIREWALL_PEERS_GLOB,
     FIREWALL_RULES,
     FIREWALL_WATCH,
+    MONITOR_USER,
     ROUTER_UNIT,
     ROUTER_USER,
 )
@@ -44,6 +46,14 @@ router_ports = (
     if "router" in fleet.roles(host)
     else []
 )
+# With a monitor in the hosts file, only it (of the tailnet peers) reaches node exporter here, and a
+# GPU box's /metrics on the API port; the monitor host itself scrapes its own over loopback.
+monitor = fleet.monitor_of(host.state.inventory)
+monitor_ports = (
+    ([d.api_port] if "gpu" in fleet.roles(host) else []) + [d.node_exporter_port]
+    if monitor is not None and "monitor" not in fleet.roles(host)
+    else []
+)
 # Docker's own bridges, as Docker names them now; docker0 always (Docker's default, whether or not
 # Docker is installed yet, so a first deploy writes the rules it will keep).
 seen = memo.fact(host, Listeners, container=d.container_name, rules=RULES)
@@ -61,7 +71,10 @@ rules = dict(
     peers_glob=FIREWALL_PEERS_GLOB,
     docker_bridges=sorted({"docker0", *seen["bridges"]}),
     router_ports=router_ports,
-    router_user=ROUTER_USER,
+    router_users=[ROUTER_USER] + ([MONITOR_USER] if "monitor" in fleet.roles(host) else []),
+    monitor_ports=monitor_ports,
+    node_exporter_port=d.node_exporter_port,
+    monitor_glob=FIREWALL_MONITOR_GLOB,
 )
 
 # netbase: /etc/protocols, by which nft resolves the rules' protocol names (minimal installs
@@ -69,6 +82,20 @@ rules = dict(
 apt_present(name="nftables, ss and netbase", packages=["nftables", "iproute2", "netbase"])
 if router_ports:  # its user must exist before a rule names it (nft resolves it when loading)
     apt_present(name="HAProxy (held)", packages=["haproxy"], hold=True)
+    if "monitor" in fleet.roles(host):
+        # Prometheus's user, named by the same rule, made as its package's postinst makes it
+        # (which then finds it): the package itself comes after the table is loaded, since it
+        # starts Prometheus on every address at once (tasks/monitor.py binds it to the tailnet).
+        server.group(name="Prometheus's group", group=MONITOR_USER, system=True)
+        server.user(
+            name="Prometheus's user (as its package makes it)",
+            user=MONITOR_USER,
+            group=MONITOR_USER,
+            home="/var/lib/prometheus",
+            create_home=False,
+            shell="/usr/sbin/nologin",
+            system=True,
+        )
 listeners_checked(
     name="No listener of the owner's is cut off the tailnet unless listed or acknowledged",
     container=d.container_name,

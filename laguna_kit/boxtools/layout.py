@@ -9,7 +9,15 @@ FIREWALL_RULES = (
     "/etc/laguna-kit/firewall.nft"  # the kit's nftables table (files/ units load it too)
 )
 FIREWALL_PEERS = "/etc/laguna-kit/firewall.d/fleet-router.nft"  # the router's addresses
-FIREWALL_PEERS_GLOB = "/etc/laguna-kit/firewall.d/*.nft"  # included by the rules, loaded with them
+# Each included by its own pattern (a glob matching nothing is no error; a file whose sets the
+# rules no longer define is not read): loaded with the rules.
+FIREWALL_PEERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-router*.nft"
+FIREWALL_MONITOR = "/etc/laguna-kit/firewall.d/fleet-monitor.nft"  # the monitor's addresses
+FIREWALL_MONITOR_GLOB = "/etc/laguna-kit/firewall.d/fleet-monitor*.nft"
+MONITOR_DIR = "/etc/laguna-kit/monitor"  # the monitor host's Prometheus/Alertmanager files
+MONITOR_USER = "prometheus"  # the user Debian's prometheus packages run them as
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"  # node exporter's textfile folder (Debian's)
+GPU_METRICS_UNIT = "laguna-gpu-metrics"  # .service + .timer: tasks/metrics.py
 FIREWALL_WATCH = "laguna-firewall-watch.service"  # loads the table again after a flush
 ROUTER_DRAIN = "router-drain"  # under kit_dir: while it exists the box's router agent says "drain"
 ROUTER_UNIT = "laguna-router.service"  # the fleet router's HAProxy (tasks/router.py)

@@ -140,31 +140,43 @@ def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
     + rules: the kit's rules file (it includes `peers_file`)
     + peers_file: the set elements
     """
-    router = fleet.router_of(host.state.inventory)
-    ips = fleet.tailnet_ips(router) if router is not None else None
-    name = fleet.server_name(router.name) if router is not None else "?"
+    yield from peers_synced(
+        kit_dir,
+        rules,
+        peers_file,
+        fleet.router_of(host.state.inventory),
+        "router",
+        "the API",
+    )
+
+
+def peers_synced(kit_dir, rules, peers_file, other, role: str, what: str):
+    """The firewall's set of `other`'s tailnet addresses (fleet_<role>_v4/v6), read from it now;
+    empty while its address is unknown (fail closed), the rules loaded again when it changed."""
+    ips = fleet.tailnet_ips(other) if other is not None else None
+    name = fleet.server_name(other.name) if other is not None else "?"
     v4 = [a for a in ips or [] if ":" not in a]
     v6 = [a for a in ips or [] if ":" in a]
     text = (
-        f"# Managed by the laguna kit (tasks/router_agent.py): the fleet router {name}\n"
-        + (f"add element inet laguna_kit fleet_router_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
-        + (f"add element inet laguna_kit fleet_router_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
+        f"# Managed by the laguna kit: the fleet {role} {name}\n"
+        + (f"add element inet laguna_kit fleet_{role}_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
+        + (f"add element inet laguna_kit fleet_{role}_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
         + ("" if ips else "# its address is unknown to this run: no element, no peer\n")
     ).encode()
     if not ips:
-        # Fail closed: the addresses of a router that is gone (replaced, not yet joined) must not
-        # keep reaching the API.
+        # Fail closed: the addresses of a host that is gone (replaced, not yet joined) must not
+        # keep reaching the box.
         logger.warning(
-            f"{host.name}: the router {name} is not on the tailnet or this run cannot reach it: "
-            "no tailnet peer reaches this box's API until a deploy finds the router"
+            f"{host.name}: the {role} {name} is not on the tailnet or this run cannot reach it: "
+            f"no tailnet peer reaches {what} until a deploy finds the {role}"
         )
     # (written as <name>.laguna-new first: nft's *.nft include does not read it half-written)
     commands = list(files_synced._inner(files=[(text, peers_file, "644")]))
     if not commands:
         host.noop(
-            f"the API answers the router {name} ({', '.join(ips)}) alone"
+            f"{what} answers the {role} {name} ({', '.join(ips)}) alone"
             if ips
-            else "router address unknown: the API answers no tailnet peer"
+            else f"{role} address unknown: {what} answers no tailnet peer"
         )
         return
     yield from commands

@@ -46,7 +46,15 @@ BOX_PACKAGES = [
 ]
 IMAGE_PACKAGES = ["python3"]
 # Packages the kit installs from the distribution's own archive; the harness mirrors them.
-DISTRO_DEBS = ["docker.io", "python3-venv", "netbase", "haproxy"]
+DISTRO_DEBS = [
+    "docker.io",
+    "python3-venv",
+    "netbase",
+    "haproxy",
+    "prometheus",
+    "prometheus-alertmanager",
+    "prometheus-node-exporter",
+]
 
 
 def _key(*parts: object) -> str:

@@ -34,8 +34,10 @@ NOT_KNOBS = {
     "finish_reason": "the OpenAI API response field",
     "chat_template_kwargs": "vLLM's request field",
     "enable_thinking": "the chat template's switch",
+    "fleet_monitor": "the kit firewall's sets of the monitor's addresses (fleet_monitor_v4/v6)",
+    "recipe_decode_tok_s": "a column of the profile table in group_data/all.py (not overridable)",
 }
-GROUPS = {"gpu_boxes", "routers"}  # inventory.py
+GROUPS = {"gpu_boxes", "routers", "monitors"}  # inventory.py
 
 
 def doc_text():

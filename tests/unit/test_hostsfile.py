@@ -151,6 +151,25 @@ def test_two_routers_are_refused(tmp_path):
         )
 
 
+def test_one_monitor_which_may_be_the_router(tmp_path):
+    hosts = load(
+        write(
+            tmp_path,
+            '[[hosts]]\naddress="192.0.2.1"\nroles=["router", "monitor"]\n'
+            '[[hosts]]\naddress="192.0.2.2"\n',
+        )
+    )
+    assert [d["laguna_roles"] for _, d in hosts] == [["router", "monitor"], ["gpu"]]
+    with pytest.raises(HostsFileError, match="more than one host has the role 'monitor'"):
+        load(
+            write(
+                tmp_path,
+                '[[hosts]]\naddress="192.0.2.1"\nroles=["monitor"]\n'
+                '[[hosts]]\naddress="192.0.2.2"\nroles=["gpu", "monitor"]\n',
+            )
+        )
+
+
 def test_fleet_wide_data_reaches_every_host_and_a_host_table_wins(tmp_path):
     hosts = load(
         write(

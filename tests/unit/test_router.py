@@ -97,7 +97,10 @@ RULES_BASE = dict(
     ssh_tailnet_only=False,
     docker_bridges=["br-0123456789ab", "docker0"],
     router_ports=[],
-    router_user="haproxy",
+    router_users=["haproxy"],
+    monitor_ports=[],
+    node_exporter_port=9100,
+    monitor_glob="/etc/laguna-kit/firewall.d/fleet-monitor*.nft",
 )
 
 

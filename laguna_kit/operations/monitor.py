@@ -1,0 +1,141 @@
+"""The fleet's monitor: Prometheus and Alertmanager from the distribution, configured by the kit
+(laguna_kit/monitoring.py), and each host's side of it (the firewall lets the monitor alone
+scrape it)."""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra import host, logger
+from pyinfra.api import OperationError, operation
+
+from .. import fleet, monitoring
+from ..boxtools.layout import MONITOR_DIR
+from .files import files_synced
+from .router import peers_synced
+
+PROMETHEUS_ENV = f"{MONITOR_DIR}/prometheus.env"
+ALERTMANAGER_ENV = f"{MONITOR_DIR}/alertmanager.env"
+CONFIG = f"{MONITOR_DIR}/prometheus.yml"
+RULES = f"{MONITOR_DIR}/laguna-alerts.yml"
+ALERTS = f"{MONITOR_DIR}/alertmanager.yml"
+ROUTER_KEY = f"{MONITOR_DIR}/router-key"
+# Checked before they replace the running ones (promtool and amtool come with the packages).
+CHECKS = {
+    RULES: "promtool check rules %s >&2",
+    CONFIG: "promtool check config --syntax-only %s >&2",
+    ALERTS: "amtool check-config %s >&2",
+}
+
+
+@operation()
+def monitor_peers_allowed(kit_dir: str, rules: str, peers_file: str):
+    """
+    On every host of a fleet with a monitor: the kit's firewall lets the monitor's tailnet
+    addresses (read from it now, each parsed) reach node exporter, and a GPU box's API port (vLLM's
+    /metrics), and no other tailnet peer reach node exporter. Unknown address: no one (closed).
+
+    + kit_dir: the kit's folder on the box
+    + rules: the kit's rules file (it includes `peers_file`)
+    + peers_file: the set elements
+    """
+    yield from peers_synced(
+        kit_dir,
+        rules,
+        peers_file,
+        fleet.monitor_of(host.state.inventory),
+        "monitor",
+        "node exporter" + (" and vLLM's /metrics" if "gpu" in fleet.roles(host) else ""),
+    )
+
+
+def _first(ips: list[str] | None) -> str | None:
+    """The address to reach a host at: IPv4 first (fleet.tailnet_ips sorts it so)."""
+    return (ips or [None])[0]
+
+
+@operation()
+def monitor_configured(knobs: dict, router_key: str | None):
+    """
+    Prometheus scrapes every host of the hosts file on the tailnet (vLLM's /metrics of each GPU
+    box, node exporter with the kit's GPU and release metrics, the router's HAProxy exporter),
+    evaluates the kit's alert rules and sends them to Alertmanager; both bound to this host's
+    tailnet address. Every file is checked (promtool, amtool) before it replaces the running one,
+    and the services restart when theirs changed.
+
+    + knobs: the monitor's knobs (ports, scrape interval, retention, thresholds, receivers)
+    + router_key: one of the fleet's API keys (the router's metrics page asks for one), or None
+    """
+    if knobs["alert_email_to"] and not knobs["alert_smarthost"]:
+        raise OperationError(
+            f"{host.name}: alert_email_to is set but alert_smarthost (host:port of an SMTP server) "
+            "is not: set both, or leave alert_email_to empty; nothing was changed"
+        )
+    own = _first(fleet.tailnet_ips(host))
+    if own is None:
+        if not host.state.is_executing:
+            host.noop("written once the monitor is on the tailnet")
+            return
+        raise OperationError(
+            f"{host.name}: the monitor is not on the tailnet (tailscale status): Prometheus would "
+            "have no address to listen on; nothing was changed"
+        )
+    inventory = host.state.inventory
+    boxes, others = [], []
+    for h in inventory:
+        address = _first(fleet.tailnet_ips(h)) if h is not host else own
+        if address is None:
+            logger.warning(f"monitor: {h.name} is not on the tailnet (yet): not scraped")
+            continue
+        name = fleet.server_name(h.name)
+        if "gpu" in fleet.roles(h):
+            boxes.append({"name": name, "address": address, "api_port": int(h.data.api_port)})
+        else:
+            others.append({"name": name, "address": address})
+    r = fleet.router_of(inventory)
+    router_address = (own if r is host else _first(fleet.tailnet_ips(r))) if r is not None else None
+    router = (
+        {"name": fleet.server_name(r.name), "address": router_address}
+        if r is not None and router_address and router_key
+        else None
+    )
+    port = knobs["prometheus_port"]
+    env_prom = (
+        "# Managed by the laguna kit (tasks/monitor.py)\n"
+        f'ARGS="--config.file={CONFIG} --web.listen-address={monitoring._target(own, port)} '
+        f"--storage.tsdb.retention.time={knobs['monitor_retention_days']}d "
+        "--web.console.templates=/etc/prometheus/consoles "
+        '--web.console.libraries=/etc/prometheus/console_libraries"\n'
+    )
+    env_am = (
+        "# Managed by the laguna kit (tasks/monitor.py): no cluster port (one Alertmanager)\n"
+        f'ARGS="--config.file={ALERTS} '
+        f"--web.listen-address={monitoring._target(own, knobs['alertmanager_port'])} "
+        '--cluster.listen-address="\n'
+    )
+    files = [
+        *([((router_key + "\n").encode(), ROUTER_KEY, "640")] if router else []),
+        (monitoring.dump(monitoring.alert_rules(knobs, router is not None)), RULES, "644"),
+        (
+            monitoring.dump(
+                monitoring.prometheus_config(boxes, router, others, own, knobs, RULES, ROUTER_KEY)
+            ),
+            CONFIG,
+            "644",
+        ),
+        (env_prom.encode(), PROMETHEUS_ENV, "644"),
+        (monitoring.dump(monitoring.alertmanager_config(knobs)), ALERTS, "644"),
+        (env_am.encode(), ALERTMANAGER_ENV, "644"),
+    ]
+    commands = list(files_synced._inner(files=files, validate=CHECKS))
+    if not commands:
+        host.noop(
+            f"Prometheus scrapes {len(boxes)} box(es)"
+            + (f" and the router {router['name']}" if router else "")
+            + f" at {own}:{port}; its files are current"
+        )
+        return
+    yield from commands
+    if router:  # Prometheus's user reads the key; no one else
+        yield f"chgrp prometheus {shlex.quote(ROUTER_KEY)}"
+    yield "systemctl try-restart prometheus.service prometheus-alertmanager.service"

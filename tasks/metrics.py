@@ -1,0 +1,77 @@
+# Every host of a fleet with a monitor (roles = ["monitor"] in the hosts file): node exporter from
+# the distribution; on a GPU box the kit's GPU, release and disk metrics through its textfile
+# collector (laguna-gpu-metrics.timer: nvidia-smi, the gate, the free space of model_dir and
+# Docker's root); and the firewall letting the monitor alone of the tailnet peers scrape them.
+# Without a monitor the kit's timer and the monitor's addresses go (node exporter stays).
+from pyinfra import host
+from pyinfra.facts.deb import DebPackages
+from pyinfra.operations import server
+
+from laguna_kit import fleet
+from laguna_kit.boxtools.layout import (
+    FIREWALL_MONITOR,
+    FIREWALL_RULES,
+    GPU_METRICS_UNIT,
+    TEXTFILE_DIR,
+    UNIT_DIR,
+)
+from laguna_kit.facts import memo
+from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.monitor import monitor_peers_allowed
+from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.server import service_running
+
+d = host.data
+UNITS = [f"{UNIT_DIR}/{GPU_METRICS_UNIT}.service", f"{UNIT_DIR}/{GPU_METRICS_UNIT}.timer"]
+TIMER = f"{GPU_METRICS_UNIT}.timer"
+gpu = "gpu" in fleet.roles(host)
+if fleet.monitor_of(host.state.inventory) is not None:
+    apt_present(name="Node exporter", packages=["prometheus-node-exporter"])
+    service_running(name="Node exporter running", service="prometheus-node-exporter.service")
+    if gpu:
+        units = files_synced(
+            name="GPU and release metrics: the kit's collector and its timer",
+            files=[
+                (
+                    kit_file(
+                        "files/laguna-gpu-metrics.service.j2",
+                        kit_dir=d.kit_dir,
+                        out=f"{TEXTFILE_DIR}/laguna.prom",
+                        paths=[d.model_dir, "/var/lib/docker"],
+                    ),
+                    UNITS[0],
+                    "644",
+                ),
+                (
+                    kit_file("files/laguna-gpu-metrics.timer.j2", every_s=d.gpu_metrics_interval_s),
+                    UNITS[1],
+                    "644",
+                ),
+            ],
+        )
+        server.shell(
+            name="Reload systemd for the GPU metrics timer",
+            commands=["systemctl daemon-reload", f"systemctl try-restart {TIMER}"],
+            _if=units.did_change,
+        )
+        service_running(name="GPU metrics collected on their timer", service=TIMER)
+    if "monitor" not in fleet.roles(host):
+        monitor_peers_allowed(
+            name="Node exporter and vLLM's /metrics answer the monitor alone on the tailnet",
+            kit_dir=d.kit_dir,
+            rules=FIREWALL_RULES,
+            peers_file=FIREWALL_MONITOR,
+        )
+elif "prometheus-node-exporter" in (memo.fact(host, DebPackages) or {}):
+    # (the kit installs node exporter wherever it set up the timer or the monitor's addresses:
+    # without it there is nothing of the kit's to remove, and no file to read each run)
+    gone = files_synced(
+        name="No monitor in the hosts file: the kit's metrics timer and the monitor's addresses go",
+        files=[],
+        removed=[*UNITS, FIREWALL_MONITOR],
+    )
+    server.shell(
+        name="Stop the metrics timer whose files went",
+        commands=[f"systemctl stop {TIMER} 2>/dev/null || true", "systemctl daemon-reload"],
+        _if=gone.did_change,
+    )

@@ -1,0 +1,72 @@
+# The fleet's monitor, on the host with roles = ["monitor"] (the router's host or any tailnet
+# node): Prometheus, Alertmanager and node exporter from the distribution, held like the router;
+# the distribution's own services run with the kit's files (laguna_kit/monitoring.py), bound to
+# the tailnet address. Prometheus scrapes every host of the hosts file, evaluates the kit's
+# alerts and sends them to Alertmanager (receivers: alert_webhook_url, alert_email_to).
+from pyinfra import host
+from pyinfra.operations import server
+
+from laguna_kit import fleet
+from laguna_kit.boxtools.layout import UNIT_DIR
+from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.monitor import ALERTMANAGER_ENV, PROMETHEUS_ENV, monitor_configured
+from laguna_kit.operations.packages import apt_present
+from laguna_kit.operations.server import service_running
+
+d = host.data
+SERVICES = {
+    "prometheus.service": PROMETHEUS_ENV,
+    "prometheus-alertmanager.service": ALERTMANAGER_ENV,
+}
+KNOBS = (
+    "node_exporter_port",
+    "prometheus_port",
+    "alertmanager_port",
+    "router_metrics_port",
+    "monitor_scrape_interval_s",
+    "monitor_retention_days",
+    "alert_box_down_for_s",
+    "alert_kv_cache_usage",
+    "alert_waiting_requests",
+    "alert_gpu_temp_c",
+    "alert_gpu_memory_ratio",
+    "alert_disk_free_ratio",
+    "alert_decode_ratio",
+    "alert_webhook_url",
+    "alert_email_to",
+    "alert_email_from",
+    "alert_smarthost",
+)
+
+apt_present(
+    name="Prometheus, Alertmanager and node exporter (held)",
+    packages=["prometheus", "prometheus-alertmanager", "prometheus-node-exporter"],
+    hold=True,
+)
+router = fleet.router_of(host.state.inventory)
+monitor_configured(
+    name="Prometheus: every host on the tailnet, the kit's alerts; Alertmanager: the receivers",
+    knobs={k: d.get(k) for k in KNOBS},
+    # the router's metrics page asks for one of the fleet's API keys
+    router_key=(
+        fleet.api_keys(d.router_api_keys_env, d.router_api_keys_file)[0] if router else None
+    ),
+)
+dropins = files_synced(
+    name="The distribution's Prometheus and Alertmanager run with the kit's files",
+    files=[
+        (
+            kit_file("files/monitor-dropin.conf.j2", service=service, env=env),
+            f"{UNIT_DIR}/{service}.d/laguna-kit.conf",
+            "644",
+        )
+        for service, env in SERVICES.items()
+    ],
+)
+server.shell(
+    name="Reload systemd for them and restart them",
+    commands=["systemctl daemon-reload", f"systemctl restart {' '.join(SERVICES)}"],
+    _if=dropins.did_change,
+)
+for service in SERVICES:
+    service_running(name=f"{service} running and enabled", service=service)

@@ -1,0 +1,272 @@
+"""The fleet's monitor (issue 26) on harness boxes: two serving boxes and one host that is both the
+router and the monitor, deployed by one `pyinfra inventory.py deploy.py`, with Debian's real
+Prometheus 2.42, Alertmanager 0.25 and node exporter 1.5 (bookworm's archive) and real packets.
+
+- Prometheus on the tailnet sees every target up (vLLM's /metrics of each box, node exporter on
+  every host with the kit's GPU and release metrics, HAProxy's exporter, itself, Alertmanager);
+- node exporter and /metrics answer the monitor alone (no other tailnet peer), Prometheus and
+  Alertmanager answer on the tailnet only;
+- a box's container killed hard (and its unit stopped, so it stays down): LagunaBoxDown is firing
+  in Alertmanager within 60 s and reaches the webhook receiver (a tailnet peer); back up, it
+  resolves.
+"""
+
+import json
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from laguna_kit.settings import KIT_ROOT, defaults
+from tests.harness import box as boxmod
+from tests.harness.deployrun import run_deploy
+from tests.harness.paths import run_dir, slot
+from tests.harness.sandbox import ROUTER_KEYS
+
+KNOBS = defaults()
+HOOK_PORT = 18970 + slot()  # the webhook receiver, a tailnet peer (this worker's)
+# Faster than a real fleet's (15 s, 30 s), so the drill's 60 s holds on a loaded 2-core machine.
+DATA = {
+    "monitor_scrape_interval_s": 5,
+    "alert_box_down_for_s": 10,
+    "alert_webhook_url": f"http://{boxmod.TAILNET_PEER_V4}:{HOOK_PORT}/hook",
+}
+
+
+def tailnet(*cmd, check=False, **kw):
+    return boxmod.sh("ip", "netns", "exec", boxmod.TAILNET_NS, *cmd, check=check, **kw)
+
+
+class Hook(BaseHTTPRequestHandler):
+    """An alert receiver: appends each notification as one JSON line to hook_file()."""
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with hook_file().open("a") as fh:
+            fh.write(json.dumps(json.loads(body or b"{}")) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture(scope="module")
+def watched(sandbox):
+    boxes = [sandbox.add_box(f"mo{i}") for i in (1, 2)]
+    edge = sandbox.add_box("moedge", roles=["router", "monitor"])
+    start = time.monotonic()
+    first = run_deploy(sandbox, [*boxes, edge], data=DATA, timeout=1500)
+    wall = time.monotonic() - start
+    (run_dir() / "monitor-first-deploy.log").write_text(first.output)
+    assert first.ok, first.explain()
+    # the webhook receiver: a tailnet peer (a process in the tailnet namespace)
+    hook_file().unlink(missing_ok=True)
+    hook = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            boxmod.TAILNET_NS,
+            sys.executable,
+            "-c",
+            "from tests.test_monitor import serve_hook; serve_hook()",
+        ],
+        cwd=KIT_ROOT,
+    )
+    yield boxes, edge, first, wall, hook
+    hook.terminate()
+    for b in [*boxes, edge]:
+        sandbox.remove_box(b)
+
+
+def serve_hook():
+    """Run in the tailnet namespace (a tailnet peer's address)."""
+    HTTPServer((boxmod.TAILNET_PEER_V4, HOOK_PORT), Hook).serve_forever()
+
+
+def api(edge, port, path):
+    proc = tailnet("curl", "-sf", "--max-time", "5", f"http://{edge.tailnet_v4}:{port}{path}")
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def prom(edge, query):
+    from urllib.parse import quote
+
+    out = api(edge, KNOBS["prometheus_port"], f"/api/v1/query?query={quote(query)}")
+    return (out or {}).get("data", {}).get("result", [])
+
+
+def until_n(edge, query, n, seconds):
+    """The query's series once there are n of them (the textfile timer and the scrapes take a
+    moment after a deploy), else what there is."""
+    return until(
+        lambda: (lambda r: r if len(r) >= n else None)(prom(edge, query)), seconds
+    ) or prom(edge, query)
+
+
+def until(what, seconds, every=1.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(every)
+    return what()
+
+
+def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watched, sandbox):
+    boxes, edge, first, wall, _ = watched
+    print(f"fleet first deploy (2 boxes, router + monitor): {wall:.0f} s")
+
+    def all_up():
+        targets = (api(edge, KNOBS["prometheus_port"], "/api/v1/targets") or {}).get("data", {})
+        active = targets.get("activeTargets", [])
+        jobs = sorted({t["labels"]["job"] for t in active})
+        return (jobs, active) if active and all(t["health"] == "up" for t in active) else None
+
+    got = until(all_up, 60)
+    assert got, api(edge, KNOBS["prometheus_port"], "/api/v1/targets")
+    jobs, active = got
+    assert jobs == ["alertmanager", "node", "prometheus", "router", "vllm"], jobs
+    assert len([t for t in active if t["labels"]["job"] == "vllm"]) == 2
+    assert len([t for t in active if t["labels"]["job"] == "node"]) == 3
+    assert {r["metric"].get("box") for r in prom(edge, "up == 1")} >= {b.name for b in boxes}
+    # the kit's textfile metrics: every card of both boxes, each box's release and its figure
+    temps = until_n(edge, "laguna_gpu_temperature_celsius", 8, 40)
+    assert len(temps) == 8 and {r["metric"]["name"] for r in temps} == {"NVIDIA GeForce RTX 3090"}
+    # (the timer writes them every gpu_metrics_interval_s: the gate may have ended since)
+    decode = until_n(edge, "laguna_release_decode_tok_s", 2, 40)
+    assert len(decode) == 2 and all(float(r["value"][1]) > 100 for r in decode), (
+        decode,
+        boxes[0]
+        .run(
+            "cat /var/lib/prometheus/node-exporter/laguna.prom; "
+            "systemctl status laguna-gpu-metrics.service",
+            check=False,
+        )
+        .stdout,
+    )
+    assert len(until_n(edge, "laguna_gate_passed == 1", 2, 20)) == 2
+    assert len(prom(edge, "vllm:kv_cache_usage_perc")) == 2
+    up = until(lambda: prom(edge, 'sum(haproxy_server_status{proxy="laguna",state="UP"})'), 30)
+    assert up and up[0]["value"][1] == "2", (
+        up,
+        [
+            line
+            for line in tailnet(
+                "curl",
+                "-s",
+                "-m",
+                "5",
+                "-H",
+                f"Authorization: Bearer {ROUTER_KEYS[0]}",
+                f"http://{edge.tailnet_v4}:{KNOBS['router_metrics_port']}/metrics",
+            ).stdout.splitlines()
+            if "active_servers" in line or "haproxy_server_status" in line and " 1" in line
+        ],
+    )
+    # a converged re-run changes nothing on any of the three hosts
+    again = run_deploy(sandbox, [*boxes, edge], data=DATA, timeout=900)
+    assert again.ok and again.changed() == [], again.changed()
+
+
+def test_the_exporters_answer_the_monitor_alone_and_the_monitor_the_tailnet_only(watched):
+    boxes, edge, *_ = watched
+    node, prom_port = KNOBS["node_exporter_port"], KNOBS["prometheus_port"]
+    b = boxes[0]
+    # another tailnet peer: no node exporter, no /metrics (the router fronts the API)
+    for port in (node, KNOBS["api_port"]):
+        probe = f"http://{b.tailnet_v4}:{port}/metrics"
+        assert tailnet("curl", "-s", "--max-time", "3", probe).returncode != 0, port
+    # the monitor's own view of the box's node exporter (the kit's metrics among them)
+    seen = edge.run(f"curl -sf --max-time 3 http://{b.tailnet_v4}:{node}/metrics", check=False)
+    assert "laguna_gpu_query_ok 1" in seen.stdout
+    # on the monitor host Prometheus (its user) reaches /metrics on the API port; no other user
+    as_prom = edge.run(
+        f"runuser -u prometheus -- curl -sf --max-time 3 http://{b.tailnet_v4}:8080/metrics",
+        check=False,
+    )
+    assert as_prom.returncode == 0 and "vllm:num_requests_running" in as_prom.stdout
+    as_nobody = edge.run(
+        f"runuser -u nobody -- curl -s --max-time 3 http://{b.tailnet_v4}:8080/metrics",
+        check=False,
+    )
+    assert as_nobody.returncode != 0
+    # Prometheus and Alertmanager: on the tailnet address, not on the host's ordinary one
+    ready = f"http://{edge.tailnet_v4}:{prom_port}/-/ready"
+    assert tailnet("curl", "-sf", "--max-time", "3", ready).returncode == 0
+    for port in (prom_port, KNOBS["alertmanager_port"]):
+        off = f"http://{edge.address}:{port}/"
+        assert boxmod.sh("curl", "-s", "--max-time", "3", off, check=False).returncode != 0
+    listen = edge.run("ss -Hltn", check=False).stdout
+    assert f"{edge.tailnet_v4}:{prom_port}" in listen and f"0.0.0.0:{prom_port}" not in listen
+
+
+def test_a_box_down_fires_its_alert_within_60s_reaches_the_webhook_and_resolves(watched):
+    boxes, edge, *_ = watched
+    b = boxes[1]
+
+    def alerts():
+        got = api(edge, KNOBS["alertmanager_port"], "/api/v2/alerts?active=true") or []
+        return [
+            a
+            for a in got
+            if a["labels"].get("alertname") == "LagunaBoxDown" and a["labels"].get("box") == b.name
+        ]
+
+    assert not alerts()
+    down = time.monotonic()
+    b.run(f"docker kill {KNOBS['container_name']}; systemctl stop laguna-vllm", check=False)
+    firing = until(alerts, 60)
+    took = time.monotonic() - down
+    print(f"LagunaBoxDown firing in Alertmanager {took:.0f} s after the container was killed")
+    assert firing and firing[0]["status"]["state"] == "active", firing
+    # the webhook hears of it while it lasts (Alertmanager waits group_wait, 30 s, to group)
+    got = until(lambda: notified(hook_file(), "firing"), 60)
+    print(f"webhook notified {time.monotonic() - down:.0f} s after the kill")
+    assert (
+        got and got[0]["receiver"] == "laguna" and got[0]["alerts"][0]["labels"]["box"] == b.name
+    ), (
+        hook_file().read_text() if hook_file().exists() else "no notification",
+        edge.run("journalctl -u prometheus-alertmanager --no-pager -n 20", check=False).stdout,
+    )
+    b.run("systemctl start laguna-vllm")
+    resolved = until(lambda: not alerts(), 90)
+    print(f"resolved {time.monotonic() - down:.0f} s after the kill")
+    assert resolved  # (the webhook hears of that at the group's next interval, 5 min)
+
+
+def hook_file():
+    return run_dir() / f"monitor-webhook-{HOOK_PORT}.jsonl"
+
+
+def notified(path, status) -> list[dict]:
+    if not path.exists():
+        return []
+    out = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [
+        n
+        for n in out
+        if n.get("status") == status
+        and any(a["labels"].get("alertname") == "LagunaBoxDown" for a in n.get("alerts", []))
+    ]
+
+
+def test_prometheus_memory_and_cpu_with_two_boxes_scraped(watched):
+    """A figure for BENCHMARKS.md, printed (not a timed assertion)."""
+    _, edge, *_ = watched
+    pid = edge.run("systemctl show -p MainPID --value prometheus").stdout.strip()
+    rss = edge.run(f"awk '/VmRSS/ {{print $2}}' /proc/{pid}/status").stdout.strip()
+    ticks = edge.run(f"cut -d' ' -f14,15 /proc/{pid}/stat").stdout.split()
+    up_s = float(edge.run(f"ps -o etimes= -p {pid}").stdout.strip())
+    cpu_s = (int(ticks[0]) + int(ticks[1])) / 100
+    print(
+        f"prometheus on the monitor host: RSS {int(rss) / 1024:.0f} MiB, CPU {cpu_s:.1f} s over "
+        f"{up_s:.0f} s up ({100 * cpu_s / up_s:.1f} % of a core), 2 boxes + router scraped every "
+        f"{DATA['monitor_scrape_interval_s']} s"
+    )
+    assert int(rss) > 0
