@@ -168,10 +168,12 @@ def alert_rules(knobs: dict, with_router: bool) -> dict:
         ),
         _rule(
             "LagunaGPUMetricsMissing",
-            "laguna_gpu_query_ok == 0",
+            # nvidia-smi fails, or a box serves but its kit metrics never reach Prometheus (a node
+            # exporter reading another textfile folder)
+            'laguna_gpu_query_ok == 0 or (up{job="vllm"} == 1 unless on (box) laguna_gpu_query_ok)',
             120,
-            "{{ $labels.box }}: nvidia-smi does not answer (driver gone after a kernel "
-            "upgrade?): the GPUs may be lost to the container",
+            "{{ $labels.box }}: no GPU metrics: nvidia-smi does not answer (driver gone after a "
+            "kernel upgrade?) or node exporter does not read the kit's textfile folder",
         ),
         _rule(
             "LagunaDiskLow",

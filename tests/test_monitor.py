@@ -121,6 +121,13 @@ def until(what, seconds, every=1.0):
 def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watched, sandbox):
     boxes, edge, first, wall, _ = watched
     print(f"fleet first deploy (2 boxes, router + monitor): {wall:.0f} s")
+    gate = json.loads(boxes[0].run("cat /opt/laguna-kit/state/last-gate.json").stdout)
+    bench = gate["benchmark"]
+    print(
+        f"the gate's benchmark: {bench['output_tokens']} tokens in {bench['wall_s']} s "
+        f"({bench['decode_tok_s']} tok/s) + a streamed 8-token request ({bench['short_ttft_s']} s "
+        "to its first token)"
+    )
 
     def all_up():
         targets = (api(edge, KNOBS["prometheus_port"], "/api/v1/targets") or {}).get("data", {})
@@ -270,3 +277,76 @@ def test_prometheus_memory_and_cpu_with_two_boxes_scraped(watched):
         f"{DATA['monitor_scrape_interval_s']} s"
     )
     assert int(rss) > 0
+
+
+def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
+    """`promtool test rules` (the monitor host's, Debian's 2.42) on the kit's own rules file:
+    a box decoding at 10 tok/s against a recorded 280 is LagunaDecodeSlow after 15 min, one at
+    250 is not; a serving box without GPU metrics is LagunaGPUMetricsMissing, one with them is
+    not; KV cache at 0.97 alerts after 5 min, at 0.90 never."""
+    _, edge, *_ = watched
+    rules = {
+        r["alert"]: r
+        for r in json.loads(edge.run("cat /etc/laguna-kit/monitor/laguna-alerts.yml").stdout)[
+            "groups"
+        ][0]["rules"]
+    }
+
+    def expect(name, box, value, **labels):
+        summary = rules[name]["annotations"]["summary"]
+        for template, text in (
+            ("{{ $labels.box }}", box),
+            ("{{ $value | humanize }}", value),
+            ("{{ $value | humanizePercentage }}", value),
+        ):
+            summary = summary.replace(template, text)
+        return {
+            "exp_labels": dict(box=box, severity=rules[name]["labels"]["severity"], **labels),
+            "exp_annotations": {"summary": summary},
+        }
+
+    series = [
+        # b1 decodes 600 tokens a minute with 60 s of inter-token time: 10 tok/s; b2 250 tok/s
+        ('vllm:inter_token_latency_seconds_count{box="b1",job="vllm"}', "0+600x40"),
+        ('vllm:inter_token_latency_seconds_sum{box="b1",job="vllm"}', "0+60x40"),
+        ('vllm:inter_token_latency_seconds_count{box="b2",job="vllm"}', "0+600x40"),
+        ('vllm:inter_token_latency_seconds_sum{box="b2",job="vllm"}', "0+2.4x40"),
+        ('laguna_release_decode_tok_s{box="b1",job="node"}', "280x40"),
+        ('laguna_release_decode_tok_s{box="b2",job="node"}', "280x40"),
+        ('up{box="b1",job="vllm"}', "1x40"),
+        ('up{box="b2",job="vllm"}', "1x40"),
+        ('laguna_gpu_query_ok{box="b2",job="node"}', "1x40"),
+        ('vllm:kv_cache_usage_perc{box="b1",job="vllm"}', "0.97x40"),
+        ('vllm:kv_cache_usage_perc{box="b2",job="vllm"}', "0.90x40"),
+    ]
+    doc = {
+        "rule_files": ["/etc/laguna-kit/monitor/laguna-alerts.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "alert_rule_test": [
+                    {"eval_time": "10m", "alertname": "LagunaDecodeSlow", "exp_alerts": []},
+                    {
+                        "eval_time": "20m",
+                        "alertname": "LagunaDecodeSlow",
+                        "exp_alerts": [expect("LagunaDecodeSlow", "b1", "10")],
+                    },
+                    {
+                        "eval_time": "5m",
+                        "alertname": "LagunaGPUMetricsMissing",
+                        "exp_alerts": [expect("LagunaGPUMetricsMissing", "b1", "1", job="vllm")],
+                    },
+                    {
+                        "eval_time": "8m",
+                        "alertname": "LagunaKVCacheFull",
+                        "exp_alerts": [expect("LagunaKVCacheFull", "b1", "97%", job="vllm")],
+                    },
+                ],
+            }
+        ],
+    }
+    edge.run(f"cat > /tmp/laguna-rules-test.yml <<'EOF'\n{json.dumps(doc)}\nEOF")
+    out = edge.run("promtool test rules /tmp/laguna-rules-test.yml", check=False)
+    assert out.returncode == 0, out.stdout + out.stderr

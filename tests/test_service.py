@@ -198,9 +198,9 @@ def test_a_release_slower_than_the_last_of_its_mode_fails_and_rolls_back(served,
     recipe's; force_slower accepts it."""
     b, _ = served
     two = json.loads(b.run("cat /opt/laguna-kit/releases/0002/perf.json").stdout)
-    assert two["mode"] == "speed-128k" and two["decode_tok_s"] > 500, two  # the stand-in's pace
-    # half the previous speed (the stand-in's default is 1,000 tok/s)
-    b.run("echo '{\"decode_tok_s\": 450}' > /models/standin-faults.json")
+    assert two["mode"] == "speed-128k" and two["decode_tok_s"] > 200, two  # the stand-in's pace
+    # half the previous speed (the stand-in's default is 250 tok/s)
+    b.run("echo '{\"decode_tok_s\": 120}' > /models/standin-faults.json")
     try:
         slow = deploy(b, data={"serving_mode": "speed-128k"})
         assert not slow.ok
@@ -208,7 +208,7 @@ def test_a_release_slower_than_the_last_of_its_mode_fails_and_rolls_back(served,
             r"decode ([0-9.]+) tok/s is below 0.8 x ([0-9.]+) tok/s of release 2 ", slow.output
         )
         assert m, slow.explain()
-        assert float(m.group(1)) < 460 and float(m.group(2)) == two["decode_tok_s"]
+        assert float(m.group(1)) < 125 and float(m.group(2)) == two["decode_tok_s"]
         assert "force_slower=True" in slow.output and "rolling back" in slow.output
         assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
         status = deploy(b, "tasks/status.py")
@@ -221,7 +221,7 @@ def test_a_release_slower_than_the_last_of_its_mode_fails_and_rolls_back(served,
         assert forced.ok, forced.explain()
         summary = forced.output[forced.output.index("--> Summary:") :]
         m = re.search(r"decode ([0-9.]+) tok/s over 500 tokens \(recipe 259.7 tok/s", summary)
-        assert m and float(m.group(1)) < 460, summary  # the slower figure, accepted
+        assert m and float(m.group(1)) < 125, summary  # the slower figure, accepted
     finally:
         b.run("rm -f /models/standin-faults.json")
     back = deploy(b, "tasks/rollback.py")

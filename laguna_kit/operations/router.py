@@ -146,7 +146,7 @@ def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
         peers_file,
         fleet.router_of(host.state.inventory),
         "router",
-        "the API",
+        "this box's API",
     )
 
 
