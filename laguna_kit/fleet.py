@@ -70,6 +70,11 @@ def tailnet_addresses(status: dict, who: str) -> list[str]:
     return [str(a) for a in sorted(set(out), key=lambda a: (a.version, a))]
 
 
+def host_port(address: str, port: int) -> str:
+    """address:port, an IPv6 address in brackets (URLs, scrape targets, listen addresses)."""
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
 def tailnet_ips(other) -> list[str] | None:
     """`other`'s tailnet addresses now (IPv4 first), or None when this run cannot tell."""
     try:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 
-
-def _target(address: str, port: int) -> str:
-    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+from .fleet import host_port
 
 
 def prometheus_config(
@@ -36,11 +34,11 @@ def prometheus_config(
     every = f"{knobs['monitor_scrape_interval_s']}s"
     node_port = knobs["node_exporter_port"]
     vllm = [
-        {"targets": [_target(b["address"], b["api_port"])], "labels": {"box": b["name"]}}
+        {"targets": [host_port(b["address"], b["api_port"])], "labels": {"box": b["name"]}}
         for b in boxes
     ]
     node = [
-        {"targets": [_target(h["address"], node_port)], "labels": {"box": h["name"]}}
+        {"targets": [host_port(h["address"], node_port)], "labels": {"box": h["name"]}}
         for h in [*boxes, *others]
     ]
     jobs = [
@@ -48,11 +46,11 @@ def prometheus_config(
         {"job_name": "node", "static_configs": node},
         {
             "job_name": "prometheus",
-            "static_configs": [{"targets": [_target(own, knobs["prometheus_port"])]}],
+            "static_configs": [{"targets": [host_port(own, knobs["prometheus_port"])]}],
         },
         {
             "job_name": "alertmanager",
-            "static_configs": [{"targets": [_target(own, knobs["alertmanager_port"])]}],
+            "static_configs": [{"targets": [host_port(own, knobs["alertmanager_port"])]}],
         },
     ]
     if router:
@@ -63,7 +61,7 @@ def prometheus_config(
                 "authorization": {"type": "Bearer", "credentials_file": router_key_file},
                 "static_configs": [
                     {
-                        "targets": [_target(router["address"], knobs["router_metrics_port"])],
+                        "targets": [host_port(router["address"], knobs["router_metrics_port"])],
                         "labels": {"box": router["name"]},
                     }
                 ],
@@ -78,7 +76,7 @@ def prometheus_config(
         },
         "alerting": {
             "alertmanagers": [
-                {"static_configs": [{"targets": [_target(own, knobs["alertmanager_port"])]}]}
+                {"static_configs": [{"targets": [host_port(own, knobs["alertmanager_port"])]}]}
             ]
         },
         "rule_files": [rules_file],

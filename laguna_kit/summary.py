@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 
+from .fleet import host_port
+
 RECORDS: dict[str, dict] = {}  # host name -> what deploy_summarized read there
 
 
 def _url(address: str, port: int) -> str:
-    host = f"[{address}]" if ":" in address else address
-    return f"http://{host}:{port}/v1"
+    return f"http://{host_port(address, port)}/v1"
 
 
 def _figure(value, unit: str) -> str:

@@ -398,11 +398,11 @@ def main(argv=None) -> int:
     if args.kit_dir:
         from .release import Releases  # the release manager reads its own layout
 
-        current = Releases(args.kit_dir, args.unit or "").current_meta()
+        rel = Releases(args.kit_dir, args.unit or "")
+        current = rel.current_meta()
         if not (current.get("spec") or {}).get("gate"):
             log(f"GATE FAILED: no current release to validate under {args.kit_dir}")
             return 1
-        rel = Releases(args.kit_dir, args.unit or "")
         args.release = current.get("number")
         args.mode = current["spec"].get("mode")
         for key, value in current["spec"]["gate"].items():

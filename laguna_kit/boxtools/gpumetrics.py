@@ -18,11 +18,13 @@ fan): that sample is left out. The file is replaced whole (rename), so a scrape 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
+
+from .layout import gate_result
+from .release import Releases, read_json
 
 MIB = 1 << 20
 
@@ -166,22 +168,14 @@ def xid_lines(run) -> list[str]:
     return out
 
 
-def read_json(path: str):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
 def release_lines(kit_dir: str) -> list[str]:
-    state = read_json(os.path.join(kit_dir, "releases", "state.json")) or {}
-    n = state.get("current")
+    rel = Releases(kit_dir, "")  # the release manager reads its own layout
+    meta = rel.current_meta()
+    n = meta.get("number")
     if not isinstance(n, int):
         return []
-    meta = read_json(os.path.join(kit_dir, "releases", f"{n:04d}", "release.json")) or {}
-    perf = read_json(os.path.join(kit_dir, "releases", f"{n:04d}", "perf.json")) or {}
-    gate = read_json(os.path.join(kit_dir, "state", "last-gate.json")) or {}
+    perf = rel.perf(n) or {}
+    gate = read_json(gate_result(kit_dir)) or {}
     ident = labels({"release": n, "mode": meta.get("mode", "")})
     passed = 1 if gate.get("release") == n and gate.get("passed") else 0
     out = [

@@ -102,7 +102,7 @@ def monitor_configured(knobs: dict, router_key: str | None):
     port = knobs["prometheus_port"]
     env_prom = (
         "# Managed by the laguna kit (tasks/monitor.py)\n"
-        f'ARGS="--config.file={CONFIG} --web.listen-address={monitoring._target(own, port)} '
+        f'ARGS="--config.file={CONFIG} --web.listen-address={fleet.host_port(own, port)} '
         f"--storage.tsdb.retention.time={knobs['monitor_retention_days']}d "
         "--web.console.templates=/etc/prometheus/consoles "
         '--web.console.libraries=/etc/prometheus/console_libraries"\n'
@@ -110,7 +110,7 @@ def monitor_configured(knobs: dict, router_key: str | None):
     env_am = (
         "# Managed by the laguna kit (tasks/monitor.py): no cluster port (one Alertmanager)\n"
         f'ARGS="--config.file={ALERTS} '
-        f"--web.listen-address={monitoring._target(own, knobs['alertmanager_port'])} "
+        f"--web.listen-address={fleet.host_port(own, knobs['alertmanager_port'])} "
         '--cluster.listen-address="\n'
     )
     files = [

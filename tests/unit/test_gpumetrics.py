@@ -95,7 +95,9 @@ def test_release_lines_and_a_hostile_label_value(tmp_path):
     (kit / "releases/0002").mkdir(parents=True)
     (kit / "state").mkdir()
     (kit / "releases/state.json").write_text(json.dumps({"current": 2}))
-    (kit / "releases/0002/release.json").write_text(json.dumps({"mode": 'x"} 1\nevil{a="'}))
+    (kit / "releases/0002/release.json").write_text(
+        json.dumps({"number": 2, "mode": 'x"} 1\nevil{a="'})  # as install-incoming writes it
+    )
     (kit / "releases/0002/perf.json").write_text(json.dumps({"decode_tok_s": 281.9}))
     (kit / "state/last-gate.json").write_text(json.dumps({"release": 2, "passed": True}))
     out = gpumetrics.release_lines(str(kit))
