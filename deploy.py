@@ -22,14 +22,17 @@ steps.include("tasks/box_tools.py")  # the kit's downloader, release manager, ga
 # Before anything serves, and before the download: connections opened before the box's first
 # conntrack rules are picked up mid-stream, and with window scaling unknown they stall.
 steps.include("tasks/firewall.py")  # new connections only over the tailnet
+# Needs neither the driver, the checkpoints nor the image: before the download, since a fleet's
+# boxes fetch checkpoint files from each other over the tailnet.
+steps.include("tasks/tailscale.py")
 if gpu:
+    steps.include("tasks/peer_files.py")  # in a fleet: the verified checkpoints for the other boxes
     steps.include("tasks/download.py")  # the checkpoints start downloading box-side, not waited for
     steps.include("tasks/driver.py")
     # The driver's reboot ends a download still running: it goes on from the bytes on disk.
     steps.include("tasks/download.py", "(after the driver)")
     steps.include("tasks/container_toolkit.py")
     steps.include("tasks/docker.py")
-steps.include("tasks/tailscale.py")  # needs neither the checkpoints nor the image: before the wait
 # After every host of the run joined the tailnet: the router and the boxes read each other's
 # addresses as these run (laguna_kit/fleet.py).
 if gpu:  # with a router in the hosts file; without one, an agent left from before is removed

@@ -58,6 +58,10 @@ download_workers = 4  # files fetched in parallel per checkpoint (15 target shar
 download_retries = 5  # attempts per file without progress (a stall, a reset, a 5xx) before the deploy fails; huggingface_hub's own downloader uses 5
 download_backoff_max_s = 60  # the longest pause between two attempts (1, 2, 4 ... s)
 download_read_timeout_s = 60  # a transfer silent this long is resumed (huggingface_hub's default download timeout is 10 s; the hub's CDN can pause longer)
+peer_fetch = True  # a fleet's boxes fetch each checkpoint file from a peer that has it verified (over the tailnet) before the hub: the checkpoints come from the hub once per fleet, not once per box
+peer_files_port = 8092  # on each GPU box of a fleet: its verified checkpoint folders, read-only (nginx), for fleet members alone
+peer_wait_s = 60  # a box waits this long for the box assigned a file to show it is fetching, before fetching it from the hub itself
+peer_stall_s = 15  # a peer silent this long mid-file is left: the transfer resumes from the bytes on disk from another peer or the hub
 checkpoint_mirror = ""  # offline boxes: a folder on the control machine from scripts/mirror_checkpoints.py; "" = the hub
 
 # --- image: the vLLM image ----------------------------------------------------------------------

@@ -289,6 +289,10 @@ CHECKS: dict[str, Check] = {
     "download_retries": integer(0, 100),
     "download_backoff_max_s": integer(0, 3600),
     "download_read_timeout_s": integer(1, 3600),
+    "peer_fetch": flag(),
+    "peer_files_port": PORT,
+    "peer_wait_s": integer(1, 3600),
+    "peer_stall_s": integer(1, 3600),
     "checkpoint_mirror": NO_CONTROL,  # a folder on the control machine, never on a box's shell
     # image
     "vllm_image": IMAGE,

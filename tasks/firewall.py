@@ -7,8 +7,9 @@
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit import fleet
+from laguna_kit import distribution, fleet
 from laguna_kit.boxtools.layout import (
+    FIREWALL_FILE_PEERS_GLOB,
     FIREWALL_MONITOR_GLOB,
     FIREWALL_PEERS_GLOB,
     FIREWALL_RULES,
@@ -75,6 +76,9 @@ rules = dict(
     monitor_ports=monitor_ports,
     node_exporter_port=d.node_exporter_port,
     monitor_glob=FIREWALL_MONITOR_GLOB,
+    # a fleet's GPU boxes serve each other their verified checkpoints (tasks/peer_files.py)
+    peer_files_port=d.peer_files_port if distribution.peer_files_on(host) else 0,
+    peer_files_glob=FIREWALL_FILE_PEERS_GLOB,
 )
 
 # netbase: /etc/protocols, by which nft resolves the rules' protocol names (minimal installs

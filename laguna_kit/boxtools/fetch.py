@@ -46,7 +46,7 @@ import sys
 import threading
 import time
 
-from . import names, revisions
+from . import names, peers, revisions
 from .layout import PARTIAL, QUARANTINE, VERIFIED_RECORD
 
 CHUNK = 1 << 20
@@ -256,6 +256,7 @@ class Downloader:
         retries: int = 5,
         backoff_max_s: float = 60,
         read_timeout_s: float = 60,
+        sources=None,
     ):
         from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers, get_session
@@ -271,10 +272,35 @@ class Downloader:
             backoff_max_s,
             read_timeout_s,
         )
+        self.sources = sources
 
     def fetch(self, entry: dict) -> None:
         """Download (resuming, retrying transient errors) into the partial folder, hashing as the
-        bytes arrive, then move into place if the hash matched."""
+        bytes arrive, then move into place if the hash matched. With fleet peers (peers.py) the
+        bytes come from a peer that has the file verified where one does; a peer that stops
+        answering is left for the next source, which resumes from the bytes on disk; a file a peer
+        contributed to that fails its hash is quarantined and fetched again without that peer."""
+        while True:
+            used: set[str] = set()
+            try:
+                return self._fetch(entry, used)
+            except HashMismatch as exc:
+                if not used - {""} or self.sources is None:
+                    raise  # the hub's own bytes: fetch_once decides
+                for name in used - {""}:
+                    peer = self.sources.by_name(name)
+                    if peer is not None:
+                        peer.bad = True
+                self.progress.note(
+                    error=f"{entry['path']}: hash {exc.found} from fleet peer(s) "
+                    f"{', '.join(sorted(used - {''}))}: refused, fetched again without them"
+                )
+                with LOCK:
+                    self.counter.setdefault("refused_from_peers", []).append(
+                        f"{entry['path']} (from {', '.join(sorted(used - {''}))})"
+                    )
+
+    def _fetch(self, entry: dict, used: set[str]) -> None:
         part = os.path.join(self.dest, PARTIAL, entry["path"] + ".part")
         os.makedirs(os.path.dirname(part), exist_ok=True)
         if os.path.exists(part) and os.path.getsize(part) > entry["size"]:
@@ -282,15 +308,26 @@ class Downloader:
         # The hash so far and how many of the part's bytes it has seen, kept across attempts.
         fed = {"h": hasher_for(entry), "n": 0}
         failures = 0
+        skip: set[str] = set()  # peers that failed this file: the next source resumes
         while True:
             have = os.path.getsize(part) if os.path.exists(part) else 0
+            source = None
             try:
                 if have < entry["size"]:
-                    self.transfer(entry, part, have, fed)
+                    source = self.source_for(entry, skip)
+                    used.add(source[0].name if source else "")
+                    self.transfer(entry, part, have, fed, source)
                 break
             except FetchError:
                 raise
             except Exception as exc:  # noqa: BLE001 - judged by is_transient below
+                if source is not None:  # a peer that died, stalled or lost the file
+                    skip.add(source[0].name)
+                    self.progress.note(
+                        error=f"{entry['path']}: fleet peer {source[0].name}: {describe(exc)}; "
+                        "going on from another source"
+                    )
+                    continue
                 if not is_transient(exc):
                     raise
                 now = os.path.getsize(part) if os.path.exists(part) else 0
@@ -313,14 +350,27 @@ class Downloader:
             fed["n"] = feed_from_file(part, fed["n"], fed["h"], self.counter)
         place_hashed(self.dest, part, entry, fed["h"].hexdigest())
 
-    def transfer(self, entry: dict, part: str, have: int, fed: dict) -> None:
+    def source_for(self, entry: dict, skip: set[str]):
+        """(peer, url) or None (the hub)."""
+        if self.sources is None:
+            return None
+        return self.sources.pick(entry["path"], wanted_hash(entry), skip)
+
+    def transfer(self, entry: dict, part: str, have: int, fed: dict, source=None) -> None:
         """One HTTP request from byte `have`, appending to the part and feeding `fed` as the
-        bytes arrive."""
-        headers = dict(self.headers, **({"Range": f"bytes={have}-"} if have else {}))
-        timeout = _timeout(self.read_timeout_s)
+        bytes arrive. A peer gets no hub token and a shorter silence before it is left."""
+        peer = source[0] if source else None
+        headers = {} if peer else dict(self.headers)
+        if have:
+            headers["Range"] = f"bytes={have}-"
+        timeout = _timeout(self.sources.stall_s if peer else self.read_timeout_s)
+        url = source[1] if source else self.url(entry["path"])
+        who = f"fleet peer {peer.name}" if peer else "the hub"
         with self.session.stream(
-            "GET", self.url(entry["path"]), headers=headers, follow_redirects=True, timeout=timeout
+            "GET", url, headers=headers, follow_redirects=not peer, timeout=timeout
         ) as resp:
+            if peer and resp.status_code not in (200, 206):
+                raise Retryable(f"HTTP {resp.status_code} from {who}")
             if resp.status_code in (401, 403):
                 raise FetchError(
                     f"{entry['path']}: the hub refused the download (HTTP {resp.status_code}); "
@@ -337,6 +387,7 @@ class Downloader:
             if fed["n"] != have:  # bytes on disk this process has not hashed yet: read them once
                 fed["h"] = hasher_for(entry)
                 fed["n"] = feed_from_file(part, 0, fed["h"], self.counter, upto=have)
+            kind = "peer_bytes" if peer else "hub_bytes"
             with open(part, "r+b" if have else "wb") as fh:
                 fh.seek(have)
                 fh.truncate()
@@ -348,13 +399,20 @@ class Downloader:
                         with LOCK:
                             self.counter["downloaded_bytes"] += len(block)
                             self.counter["hashed_bytes"] += len(block)
+                            self.counter[kind] = self.counter.get(kind, 0) + len(block)
                         self.progress.add(len(block))
                 finally:
                     fh.flush()
                     os.fsync(fh.fileno())
         got = os.path.getsize(part)
         if got < entry["size"]:
-            raise Retryable(f"the transfer ended at {got} of {entry['size']} bytes")
+            raise Retryable(f"the transfer from {who} ended at {got} of {entry['size']} bytes")
+
+
+def _http_session():
+    from huggingface_hub.utils import get_session
+
+    return get_session()
 
 
 def _timeout(read_s: float):
@@ -540,7 +598,7 @@ def sync(args) -> dict:
         with open(args.token_file) as fh:
             token = fh.read().strip() or None
         os.unlink(args.token_file)  # read once: gone even if no one waits for this run
-    counter = {"downloaded_bytes": 0, "hashed_bytes": 0}
+    counter = {"downloaded_bytes": 0, "hashed_bytes": 0, "hub_bytes": 0, "peer_bytes": 0}
     started = time.time()
     state = load_state(dest)
     if state.get("revision") not in (None, revision):
@@ -607,6 +665,17 @@ def sync(args) -> dict:
     )
     progress.maybe_write(force=True)
     progress.beat()
+    fleet = None
+    if getattr(args, "sources", None) and not uploaded:
+        with open(args.sources) as fh:
+            doc = json.load(fh)
+        fleet = peers.Sources(
+            doc, revision, _http_session(), _timeout(float(doc.get("stall_s", 15)))
+        )
+        # The files this box fetches from the hub first: a file another box of the run owns is
+        # waited for, and by then it is usually on that box.
+        mine = {p for p, owner in fleet.owners.items() if owner in ("", fleet.me)}
+        todo.sort(key=lambda e: e["path"] not in mine and e["path"] in fleet.owners)
     try:
         if todo:
             dl = (
@@ -623,6 +692,7 @@ def sync(args) -> dict:
                     retries=getattr(args, "retries", 5),
                     backoff_max_s=getattr(args, "backoff_max_s", 60),
                     read_timeout_s=getattr(args, "read_timeout_s", 60),
+                    sources=fleet,
                 )
             )
 
@@ -732,6 +802,10 @@ def main(argv=None) -> int:
     p.add_argument("--backoff-max-s", type=float, default=60, help="longest wait between attempts")
     p.add_argument(
         "--read-timeout-s", type=float, default=60, help="a stall longer than this is retried"
+    )
+    p.add_argument(
+        "--sources",
+        help="JSON from the control machine: fleet peers to fetch verified files from first",
     )
     p.add_argument(
         "--rehash", action="store_true", help="ignore the verification record: hash every file"

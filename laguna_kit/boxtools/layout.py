@@ -12,6 +12,12 @@ FIREWALL_PEERS = "/etc/laguna-kit/firewall.d/fleet-router.nft"  # the router's a
 # Each included by its own pattern (a glob matching nothing is no error; a file whose sets the
 # rules no longer define is not read): loaded with the rules.
 FIREWALL_PEERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-router*.nft"
+FIREWALL_FILE_PEERS = (
+    "/etc/laguna-kit/firewall.d/fleet-peers.nft"  # the fleet's GPU boxes' addresses
+)
+FIREWALL_FILE_PEERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-peers*.nft"
+PEER_FILES_UNIT = "laguna-peer-files.service"  # nginx serving the verified checkpoints to the fleet
+PEER_FILES_CONFIG = "/etc/laguna-kit/peer-files-nginx.conf"
 FIREWALL_MONITOR = "/etc/laguna-kit/firewall.d/fleet-monitor.nft"  # the monitor's addresses
 FIREWALL_MONITOR_GLOB = "/etc/laguna-kit/firewall.d/fleet-monitor*.nft"
 MONITOR_DIR = "/etc/laguna-kit/monitor"  # the monitor host's Prometheus/Alertmanager files

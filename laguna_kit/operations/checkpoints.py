@@ -18,7 +18,7 @@ from pyinfra.api import (
 )
 from pyinfra.facts.server import Command
 
-from .. import hub, interrupt, progress
+from .. import distribution, hub, interrupt, progress
 from ..boxcli import running, systemd_run, tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from .secrets import SECRETS_DIR, secret_path
@@ -62,6 +62,7 @@ class Fetch:
         self.unit = f"laguna-fetch-{ckpt.folder}"
         self.state_dir = f"{kit_dir}/state"
         self.manifest = f"{self.state_dir}/{ckpt.folder}.manifest.json"
+        self.sources = f"{self.state_dir}/{ckpt.folder}.sources.json"
         # Every run's record (bytes fetched and hashed) feeds status and the benchmarks.
         self.log = f"{self.state_dir}/fetch-log.jsonl"
         self.err = f"{RUN_DIR}/{self.unit}.err"
@@ -83,9 +84,16 @@ class Fetch:
     def started(self, keep_finished: bool):
         """Start the download as a transient unit that outlives this SSH session, unless it runs
         already (or, with keep_finished, already ended well in this run). The token goes in on
-        stdin, into a file on /run that the fetch deletes once read."""
+        stdin, into a file on /run that the fetch deletes once read. In a fleet, the fleet's peers
+        are its first sources (laguna_kit/distribution.py)."""
         token = os.environ.get(self.token_var) or ""
         args = [*self.args, *(["--token-file", self.token_file] if token else [])]
+        doc = distribution.sources_doc(
+            host, self.ckpt, hub.manifest(self.ckpt)["files"], os.path.basename(self.progress)
+        )
+        if doc is not None:
+            yield FileUploadCommand(io.StringIO(json.dumps(doc)), self.sources)
+            args += ["--sources", self.sources]
         result = f'echo "$? {self.ckpt.commit}" > {shlex.quote(self.rc)}'
         script = f"{tool_command(self.kit_dir, 'laguna_fetch.py', *args)}; {result}"
         unit = systemd_run(

@@ -273,3 +273,23 @@ def api_exposure_checked(port: int):
     logger.info(f"[{host.name}] network view from the control machine: {'; '.join(seen)}")
     host.noop("; ".join(seen))
     yield from ()
+
+
+@operation()
+def file_peers_allowed(kit_dir: str, rules: str, peers_file: str):
+    """
+    On a GPU box of a fleet: the kit's firewall lets the other GPU boxes' tailnet addresses (read
+    from each now, each parsed) reach its checkpoint file server, and no other peer. A box whose
+    address is unknown to this run adds none (closed to it).
+
+    + kit_dir: the kit's folder on the box
+    + rules: the kit's rules file (it includes `peers_file`)
+    + peers_file: the set elements
+    """
+    from .. import fleet
+    from .router import peers_synced
+
+    others = [h for h in fleet.gpu_hosts(host.state.inventory) if h.name != host.name]
+    yield from peers_synced(
+        kit_dir, rules, peers_file, others, "peers", "the checkpoint file server"
+    )

@@ -151,24 +151,37 @@ def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
 
 
 def peers_synced(kit_dir, rules, peers_file, other, role: str, what: str):
-    """The firewall's set of `other`'s tailnet addresses (fleet_<role>_v4/v6), read from it now;
-    empty while its address is unknown (fail closed), the rules loaded again when it changed."""
-    ips = fleet.tailnet_ips(other) if other is not None else None
-    name = fleet.server_name(other.name) if other is not None else "?"
-    v4 = [a for a in ips or [] if ":" not in a]
-    v6 = [a for a in ips or [] if ":" in a]
+    """The firewall's set of `other`'s tailnet addresses (fleet_<role>_v4/v6), read from it now
+    (`other`: a host, a list of hosts, or None); a host whose address is unknown adds none (fail
+    closed), the rules loaded again when the set changed."""
+    others = other if isinstance(other, list) else [other] if other is not None else []
+    known, unknown = [], []
+    for h in others:
+        ips = fleet.tailnet_ips(h)
+        (known if ips else unknown).append((fleet.server_name(h.name), ips or []))
+    ips = sorted({a for _, a_ in known for a in a_}, key=lambda a: (":" in a, a))
+    name = ", ".join(n for n, _ in known + unknown) or "?"
+    missing = ", ".join(n for n, _ in unknown)
+    v4 = [a for a in ips if ":" not in a]
+    v6 = [a for a in ips if ":" in a]
     text = (
         f"# Managed by the laguna kit: the fleet {role} {name}\n"
         + (f"add element inet laguna_kit fleet_{role}_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
         + (f"add element inet laguna_kit fleet_{role}_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
-        + ("" if ips else "# its address is unknown to this run: no element, no peer\n")
+        + (
+            "# its address is unknown to this run: no element, no peer\n"
+            if not known
+            else f"# not on the tailnet or not reachable by this run: {missing}\n"
+            if unknown
+            else ""
+        )
     ).encode()
-    if not ips:
+    for n, _ in unknown:
         # Fail closed: the addresses of a host that is gone (replaced, not yet joined) must not
         # keep reaching the box.
         logger.warning(
-            f"{host.name}: the {role} {name} is not on the tailnet or this run cannot reach it: "
-            f"no tailnet peer reaches {what} until a deploy finds the {role}"
+            f"{host.name}: the {role} {n} is not on the tailnet or this run cannot reach it: "
+            f"it does not reach {what} until a deploy finds it"
         )
     # (written as <name>.laguna-new first: nft's *.nft include does not read it half-written)
     commands = list(files_synced._inner(files=[(text, peers_file, "644")]))

@@ -101,6 +101,8 @@ RULES_BASE = dict(
     monitor_ports=[],
     node_exporter_port=9100,
     monitor_glob="/etc/laguna-kit/firewall.d/fleet-monitor*.nft",
+    peer_files_port=0,
+    peer_files_glob="/etc/laguna-kit/firewall.d/fleet-peers*.nft",
 )
 
 
@@ -233,3 +235,25 @@ def test_a_router_off_the_tailnet_gets_no_configuration(monkeypatch):
     doc["facts"]["network.TailscaleStatus"] = {"BackendState": "NeedsLogin"}
     with pytest.raises(OperationError, match="not on the tailnet"):
         operation_output("router.router_configured", doc)
+
+
+def test_a_fleets_gpu_boxes_alone_reach_the_checkpoint_file_server():
+    doc = json.loads(
+        (
+            HERE / "operations/network.file_peers_allowed/gpu-boxes-on-the-tailnet-are-let-in.json"
+        ).read_text()
+    )
+    text = uploads("network.file_peers_allowed", doc)[doc["args"]["peers_file"]].decode()
+    assert "add element inet laguna_kit fleet_peers_v4 { 100.90.1.2 }" in text
+    assert "add element inet laguna_kit fleet_peers_v6 { fd7a:115c:a1e0::90:1 }" in text
+    assert "gpu-2" in text and "edge" not in text  # gpu-2 not on the tailnet: no element, named
+    for router in (True, False):
+        lines = rules(fleet_router=router, peer_files_port=8092)
+        accept = lines.index('iifname "tailscale0" tcp dport 8092 ip saddr @fleet_peers_v4 accept')
+        drop = lines.index("tcp dport 8092 counter drop")
+        assert accept < drop, lines
+        # before anything that lets the tailnet (or anyone) in
+        tail = " ".join(lines[drop:])
+        assert lines.index("ct state established,related accept") < accept
+        assert "100.64.0.0/10 accept" in tail or 'iifname "tailscale0" counter drop' in tail
+    assert not any("8092" in line for line in rules(fleet_router=True))
