@@ -323,6 +323,10 @@ class Downloader:
             except Exception as exc:  # noqa: BLE001 - judged by is_transient below
                 if source is not None:  # a peer that died, stalled or lost the file
                     skip.add(source[0].name)
+                    with LOCK:
+                        self.counter.setdefault("left_peers", []).append(
+                            f"{entry['path']} ({source[0].name}: {describe(exc)})"
+                        )
                     self.progress.note(
                         error=f"{entry['path']}: fleet peer {source[0].name}: {describe(exc)}; "
                         "going on from another source"

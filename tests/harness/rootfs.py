@@ -54,6 +54,7 @@ DISTRO_DEBS = [
     "prometheus",
     "prometheus-alertmanager",
     "prometheus-node-exporter",
+    "nginx",
 ]
 
 
