@@ -2,7 +2,8 @@
 # steps.include is local.include that also times each step (a summary is printed at the end).
 # A GPU box (the default role) runs every step; the fleet's router (roles = ["router"] in the
 # hosts file) runs the ones that keep it on the tailnet, then tasks/router.py; the monitor
-# (roles = ["monitor"]) tasks/monitor.py.
+# (roles = ["monitor"]) tasks/monitor.py; the image cache (roles = ["cache"])
+# tasks/registry_cache.py.
 from pyinfra import host
 
 from laguna_kit import fleet, knobtypes, steps
@@ -25,6 +26,8 @@ steps.include("tasks/firewall.py")  # new connections only over the tailnet
 # Needs neither the driver, the checkpoints nor the image: before the download, since a fleet's
 # boxes fetch checkpoint files from each other over the tailnet.
 steps.include("tasks/tailscale.py")
+if "cache" in fleet.roles(host):  # before the boxes' Docker pulls through it
+    steps.include("tasks/registry_cache.py")
 if gpu:
     steps.include("tasks/peer_files.py")  # in a fleet: the verified checkpoints for the other boxes
     steps.include("tasks/download.py")  # the checkpoints start downloading box-side, not waited for

@@ -31,3 +31,4 @@ except _hostsfile.HostsFileError as _exc:
 gpu_boxes = _hostsfile.of_role(_hosts, "gpu")
 routers = _hostsfile.of_role(_hosts, "router")
 monitors = _hostsfile.of_role(_hosts, "monitor")
+caches = _hostsfile.of_role(_hosts, "cache")

@@ -165,6 +165,11 @@ router_queue_timeout_s = 600  # how long a request waits at the router for a fre
 router_check_interval_ms = 1000  # health and agent checks: a dead box is out after 2 failures (~2 s), back after 2 passes
 router_drain_timeout_s = 300  # before a kit restart: how long a drained box's running requests may take to finish (= the gate's client timeout)
 
+# --- image cache: the fleet's pull-through registry on the host with roles = ["cache"] -----------
+registry_cache_port = 5000  # Debian's docker-registry as a pull-through cache of registry_cache_upstream; the GPU boxes' Docker pulls through it (first mirror), tailnet, fleet GPU boxes alone
+registry_cache_upstream = "https://registry-1.docker.io"  # the registry it caches: Docker Hub, where vllm_image is (Docker uses a mirror for Docker Hub images only)
+registry_cache_dir = "/var/lib/laguna-kit/registry-cache"  # on the cache host: the cached layers (~10 GB for the image; kept a week after the last pull, the registry's proxy default)
+
 # --- monitor: Prometheus + Alertmanager on the host with roles = ["monitor"] (tasks/monitor.py) ---
 node_exporter_port = 9100  # node exporter (the distribution's) on every host, with the kit's GPU and release metrics; only the monitor reaches it
 prometheus_port = 9090  # on the monitor host, bound to its tailnet address

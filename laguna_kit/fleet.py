@@ -35,6 +35,11 @@ def monitor_of(inventory):
     return next((h for h in inventory if "monitor" in roles(h)), None)
 
 
+def cache_of(inventory):
+    """The host with the cache role (the fleet's pull-through image cache), or None."""
+    return next((h for h in inventory if "cache" in roles(h)), None)
+
+
 def gpu_hosts(inventory) -> list:
     return [h for h in inventory if "gpu" in roles(h)]
 

@@ -11,6 +11,7 @@
     roles = ["gpu"]                # "gpu": a serving box (default); "router": the fleet's router
                                    # (a small tailnet node: ["router"]; a GPU box too: both);
                                    # "monitor": Prometheus + Alertmanager (often with "router")
+                                   # "cache": the fleet's pull-through image cache (same)
     ssh_config_file = "~/.ssh/config"   # any of pyinfra's SSH connection data, verbatim (a jump
                                         # host: ProxyJump in that file, which pyinfra honours)
     [hosts.data]                   # per-host overrides of group_data/all.py knobs
@@ -46,7 +47,7 @@ CONNECTION_FIELDS = {
     "data": dict,
     "roles": list,
 }
-ROLES = ("gpu", "router", "monitor")
+ROLES = ("gpu", "router", "monitor", "cache")
 
 
 def _ssh_connector_fields() -> dict[str, type]:
@@ -175,7 +176,7 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         if "sudo_user" in entry:
             data["_sudo_user"] = entry["sudo_user"]
         out.append((name, data))
-    for role in ("router", "monitor"):
+    for role in ("router", "monitor", "cache"):
         if sum(role in d["laguna_roles"] for _, d in out) > 1:
             raise HostsFileError(f"hosts file {path}: more than one host has the role '{role}'")
     return out

@@ -11,8 +11,10 @@ internal/config/image/cuda_image.go). The kit never sets `NVIDIA_DISABLE_REQUIRE
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 ACCEPT = ", ".join(
     [
@@ -87,9 +89,15 @@ def image_requirement(registry: str, ref: str, timeout: float = 20) -> CudaRequi
     return image_info(registry, ref, timeout)[0]
 
 
-def image_info(registry: str, ref: str, timeout: float = 20) -> tuple[CudaRequirement, int]:
-    """(its CUDA requirement, the bytes its manifest lists: config and compressed layers), read
-    from `registry` without pulling the image (linux/amd64)."""
+class ImageInfo(NamedTuple):
+    requirement: CudaRequirement
+    size: int  # the bytes its manifest lists: config and compressed layers
+    digest: str  # the tag's manifest (or index) digest: what `docker pull` records in RepoDigests
+
+
+def image_info(registry: str, ref: str, timeout: float = 20) -> ImageInfo:
+    """The image's CUDA requirement, size and digest, read from `registry` without pulling the
+    image (linux/amd64)."""
     import httpx
 
     repo, tag = split_ref(ref)
@@ -112,9 +120,16 @@ def image_info(registry: str, ref: str, timeout: float = 20) -> tuple[CudaRequir
                     raise ImageError(
                         f"{registry} answered HTTP {r.status_code} for {url.split('/v2/', 1)[1]}"
                     )
+                seen.append(r)
                 return r.json()
 
+            seen: list = []
             manifest = get(f"{base}/manifests/{tag}")
+            # The registry's Docker-Content-Digest, else the digest of the bytes it sent: the
+            # digest is the sha256 of exactly those bytes (the distribution spec).
+            digest = seen[0].headers.get("docker-content-digest") or (
+                "sha256:" + hashlib.sha256(seen[0].content).hexdigest()
+            )
             if "manifests" in manifest:  # an index: the linux/amd64 image
                 chosen = next(
                     (
@@ -141,13 +156,13 @@ def image_info(registry: str, ref: str, timeout: float = 20) -> tuple[CudaRequir
         ) from None
     except (KeyError, ValueError, TypeError) as exc:
         raise ImageError(f"{registry} sent an unexpected manifest for {ref} ({exc})") from None
-    return from_env((config.get("config") or {}).get("Env") or []), size
+    return ImageInfo(from_env((config.get("config") or {}).get("Env") or []), size, digest)
 
 
 @functools.lru_cache(maxsize=8)
-def info_or_reason(registry: str, ref: str) -> tuple[tuple[CudaRequirement, int] | None, str]:
-    """((the requirement, its compressed size), "") or (None, why it could not be read): read once
-    per run."""
+def info_or_reason(registry: str, ref: str) -> tuple[ImageInfo | None, str]:
+    """(the requirement, its compressed size and digest; "") or (None, why it could not be read):
+    read once per run."""
     try:
         return image_info(registry, ref), ""
     except ImageError as exc:

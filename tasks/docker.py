@@ -7,12 +7,12 @@ from pyinfra.operations import server
 
 from laguna_kit.facts import memo
 from laguna_kit.operations.docker import (
+    daemon_config_merged,
     docker_config_applied,
     docker_engine_checked,
     image_pull_started,
     owner_engine,
 )
-from laguna_kit.operations.files import json_merged
 from laguna_kit.operations.packages import apt_present, packages_held
 from laguna_kit.operations.server import service_running
 
@@ -20,11 +20,12 @@ d = host.data
 existing = owner_engine(memo.fact(host, DebPackages))
 ENGINE_RUNTIME = ("containerd", "runc")  # what Debian's and Ubuntu's docker.io depend on
 
-# Written before the package is installed, so the engine's very first start already uses it.
-json_merged(
+# Written before the package is installed, so the engine's very first start already uses it;
+# with a fleet image cache (roles = ["cache"]) it is the first registry mirror.
+daemon_config_merged(
     name="Merge the kit's settings into /etc/docker/daemon.json",
-    path="/etc/docker/daemon.json",
     wanted=d.docker_daemon_config,
+    cache_port=d.registry_cache_port,
 )
 installed = memo.fact(host, DebPackages)
 if existing and existing != d.docker_package:

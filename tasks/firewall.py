@@ -12,6 +12,7 @@ from laguna_kit.boxtools.layout import (
     FIREWALL_FILE_PEERS_GLOB,
     FIREWALL_MONITOR_GLOB,
     FIREWALL_PEERS_GLOB,
+    FIREWALL_PULLERS_GLOB,
     FIREWALL_RULES,
     FIREWALL_WATCH,
     MONITOR_USER,
@@ -79,6 +80,9 @@ rules = dict(
     # a fleet's GPU boxes serve each other their verified checkpoints (tasks/peer_files.py)
     peer_files_port=d.peer_files_port if distribution.peer_files_on(host) else 0,
     peer_files_glob=FIREWALL_FILE_PEERS_GLOB,
+    # the fleet's image cache on this host (tasks/registry_cache.py)
+    registry_cache_port=d.registry_cache_port if "cache" in fleet.roles(host) else 0,
+    pullers_glob=FIREWALL_PULLERS_GLOB,
 )
 
 # netbase: /etc/protocols, by which nft resolves the rules' protocol names (minimal installs

@@ -4,11 +4,20 @@
 # The pull itself started in tasks/docker.py, box-side; this waits for it.
 from pyinfra import host
 
-from laguna_kit.operations.docker import image_present
+from laguna_kit import images
+from laguna_kit.operations.docker import image_digest_checked, image_present
 from laguna_kit.operations.nvidia import image_cuda_checked
 
-image_present(name=f"Image {host.data.vllm_image}", ref=host.data.vllm_image)
+d = host.data
+image_present(name=f"Image {d.vllm_image}", ref=d.vllm_image)
+info, _ = images.info_or_reason(d.image_registry, d.vllm_image)  # (the pre-flight said why not)
+image_digest_checked(
+    name="The image is the one its registry names (a mirror cannot swap it)",
+    ref=d.vllm_image,
+    expected=info.digest if info else "",
+    registry=d.image_registry,
+)
 image_cuda_checked(
     name="The driver meets the image's CUDA requirement (NVIDIA_REQUIRE_CUDA)",
-    ref=host.data.vllm_image,
+    ref=d.vllm_image,
 )

@@ -18,6 +18,12 @@ FIREWALL_FILE_PEERS = (
 FIREWALL_FILE_PEERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-peers*.nft"
 PEER_FILES_UNIT = "laguna-peer-files.service"  # nginx serving the verified checkpoints to the fleet
 PEER_FILES_CONFIG = "/etc/laguna-kit/peer-files-nginx.conf"
+FIREWALL_PULLERS = (
+    "/etc/laguna-kit/firewall.d/fleet-pullers.nft"  # on the cache host: the GPU boxes
+)
+FIREWALL_PULLERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-pullers*.nft"
+REGISTRY_CACHE_UNIT = "laguna-registry-cache.service"  # the fleet's image cache (docker-registry)
+REGISTRY_CACHE_CONFIG = "/etc/laguna-kit/registry-cache.json"
 FIREWALL_MONITOR = "/etc/laguna-kit/firewall.d/fleet-monitor.nft"  # the monitor's addresses
 FIREWALL_MONITOR_GLOB = "/etc/laguna-kit/firewall.d/fleet-monitor*.nft"
 MONITOR_DIR = "/etc/laguna-kit/monitor"  # the monitor host's Prometheus/Alertmanager files

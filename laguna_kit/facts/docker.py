@@ -33,10 +33,15 @@ class DockerImage(FactBase):
         }
 
 
+# Touched by the kit after `systemctl reload docker` applied a daemon.json (operations/docker.py).
+RELOADED = "/etc/laguna-kit/docker-reloaded"
+
+
 class DockerEngine(FactBase):
     """The engine on the box: ``{"unit": bool (docker.service exists), "version": dockerd's
     version or "", "config_mtime": daemon.json's mtime or None, "started": when dockerd last
-    started, None when it is not running}``."""
+    started, None when it is not running, "reloaded": when the kit last had it reload a
+    daemon.json whose only change it can reload (registry-mirrors), or None}``."""
 
     def command(self):
         return (
@@ -44,6 +49,7 @@ class DockerEngine(FactBase):
             "echo \"version=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version "
             "\\([^,]*\\).*/\\1/p')\"; "
             'echo "config_mtime=$(stat -c %Y /etc/docker/daemon.json 2>/dev/null)"; '
+            f'echo "reloaded=$(stat -c %Y {RELOADED} 2>/dev/null)"; '
             "ts=$(systemctl show docker.service -p ActiveEnterTimestamp --value 2>/dev/null); "
             'if [ -n "$ts" ] && [ "$(systemctl is-active docker.service)" = active ]; '
             'then echo "started=$(date -d "$ts" +%s)"; else echo started=; fi'
@@ -51,7 +57,7 @@ class DockerEngine(FactBase):
 
     def process(self, output):
         got = dict(line.split("=", 1) for line in output if "=" in line)
-        stamp = {k: got.get(k, "").strip() for k in ("config_mtime", "started")}
+        stamp = {k: got.get(k, "").strip() for k in ("config_mtime", "started", "reloaded")}
         return {
             "unit": got.get("unit") == "yes",
             "version": got.get("version", "").strip(),

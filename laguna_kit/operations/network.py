@@ -276,6 +276,24 @@ def api_exposure_checked(port: int):
 
 
 @operation()
+def cache_clients_allowed(kit_dir: str, rules: str, peers_file: str):
+    """
+    On the fleet's image cache host: the kit's firewall lets the GPU boxes' tailnet addresses
+    (read from each now, each parsed) reach the cache, and no other peer. A box whose address is
+    unknown to this run adds none (closed to it).
+
+    + kit_dir: the kit's folder on the host
+    + rules: the kit's rules file (it includes `peers_file`)
+    + peers_file: the set elements
+    """
+    from .. import fleet
+    from .router import peers_synced
+
+    boxes = [h for h in fleet.gpu_hosts(host.state.inventory) if h.name != host.name]
+    yield from peers_synced(kit_dir, rules, peers_file, boxes, "pullers", "the image cache")
+
+
+@operation()
 def file_peers_allowed(kit_dir: str, rules: str, peers_file: str):
     """
     On a GPU box of a fleet: the kit's firewall lets the other GPU boxes' tailnet addresses (read

@@ -37,7 +37,7 @@ NOT_KNOBS = {
     "fleet_monitor": "the kit firewall's sets of the monitor's addresses (fleet_monitor_v4/v6)",
     "recipe_decode_tok_s": "a column of the profile table in group_data/all.py (not overridable)",
 }
-GROUPS = {"gpu_boxes", "routers", "monitors"}  # inventory.py
+GROUPS = {"gpu_boxes", "routers", "monitors", "caches"}  # inventory.py
 
 
 def doc_text():

@@ -103,6 +103,8 @@ RULES_BASE = dict(
     monitor_glob="/etc/laguna-kit/firewall.d/fleet-monitor*.nft",
     peer_files_port=0,
     peer_files_glob="/etc/laguna-kit/firewall.d/fleet-peers*.nft",
+    registry_cache_port=0,
+    pullers_glob="/etc/laguna-kit/firewall.d/fleet-pullers*.nft",
 )
 
 
