@@ -22,6 +22,7 @@ BOX_TOOLS = {
     "laguna_firewall.py": "firewall",
     "laguna_lock.py": "lock",
     "laguna_gpu_metrics.py": "gpumetrics",
+    "laguna_cache_warm.py": "cachewarm",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 

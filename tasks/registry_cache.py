@@ -14,6 +14,7 @@ from pyinfra import host
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import files, server
 
+from laguna_kit import images
 from laguna_kit.boxtools.layout import (
     FIREWALL_PULLERS,
     FIREWALL_RULES,
@@ -23,6 +24,7 @@ from laguna_kit.boxtools.layout import (
 )
 from laguna_kit.facts import memo
 from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.imagecache import cache_warm_started
 from laguna_kit.operations.network import cache_clients_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.server import service_running
@@ -85,4 +87,13 @@ cache_clients_allowed(
     kit_dir=d.kit_dir,
     rules=FIREWALL_RULES,
     peers_file=FIREWALL_PULLERS,
+)
+info, _ = images.info_or_reason(d.image_registry, d.vllm_image)
+cache_warm_started(
+    name=f"The cache holds {d.vllm_image} (warmed once, box-side; the boxes' pulls wait for it)",
+    kit_dir=d.kit_dir,
+    image=d.vllm_image,
+    digest=info.digest if info else "",
+    port=d.registry_cache_port,
+    store=d.registry_cache_dir,
 )

@@ -55,6 +55,7 @@ DISTRO_DEBS = [
     "prometheus-alertmanager",
     "prometheus-node-exporter",
     "nginx",
+    "docker-registry",
 ]
 
 
