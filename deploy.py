@@ -36,6 +36,8 @@ if gpu:
     steps.include("tasks/download.py", "(after the driver)")
     steps.include("tasks/container_toolkit.py")
     steps.include("tasks/docker.py")
+if gpu or "cache" in fleet.roles(host):  # the cache host too: it orders the wait after its warming
+    steps.include("tasks/image_pull.py")  # after the cache holds the image: the pull, box-side
 # After every host of the run joined the tailnet: the router and the boxes read each other's
 # addresses as these run (laguna_kit/fleet.py).
 if gpu:  # with a router in the hosts file; without one, an agent left from before is removed

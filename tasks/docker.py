@@ -5,16 +5,13 @@ from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server
 
-from laguna_kit import fleet, images
 from laguna_kit.facts import memo
 from laguna_kit.operations.docker import (
     daemon_config_merged,
     docker_config_applied,
     docker_engine_checked,
-    image_pull_started,
     owner_engine,
 )
-from laguna_kit.operations.imagecache import cache_warm_waited
 from laguna_kit.operations.packages import apt_present, packages_held
 from laguna_kit.operations.server import service_running
 
@@ -50,17 +47,5 @@ docker_engine_checked(
 )
 service_running(name="Docker running and enabled at boot", service="docker.service")
 docker_config_applied(name="Docker restarted when daemon.json changed since it started")
-# The ~10 GB image pull needs only Docker: it runs box-side while the later steps go on
-# (tasks/image.py waits for it). With a fleet image cache, after the cache holds the image.
-info, _ = images.info_or_reason(d.image_registry, d.vllm_image)
-cache = fleet.cache_of(host.state.inventory)
-cache_warm_waited(
-    name="The fleet's image cache holds the image before this box pulls it",
-    kit_dir=(cache.data.kit_dir if cache is not None else d.kit_dir),
-    image=d.vllm_image,
-    digest=info.digest if info else "",
-)
-image_pull_started(name=f"Pull of {d.vllm_image} started on the box", ref=d.vllm_image)
-
 for user in d.docker_group_users:
     server.user(name=f"Add {user} to the docker group", user=user, groups=["docker"], append=True)

@@ -81,6 +81,9 @@ def cache_warm_waited(kit_dir: str, image: str, digest: str, grace_s: float = 12
     if cache is None:
         host.noop("no image cache in the hosts file")
         return
+    if "gpu" not in fleet.roles(host):
+        host.noop("no pull here (the step orders the boxes' wait after the cache's warming)")
+        return
     if (memo.fact(host, DockerImage, ref=image) or {}).get("digest"):
         host.noop(f"{image} is on this box")
         return

@@ -14,4 +14,6 @@ if "cache" in fleet.roles(host):
     steps.include("tasks/registry_cache.py")
 if gpu:
     steps.include("tasks/docker.py")
+steps.include("tasks/image_pull.py")
+if gpu:
     steps.include("tasks/image.py")
