@@ -73,6 +73,17 @@ def parse_sysfs_pci(lines: list[str]) -> list[Gpu]:
     return gpus
 
 
+def idle_gpus(gpus: list[Gpu], count: int) -> str:
+    """What is said of a box with more cards than one replica uses ("" when none are idle)."""
+    if len(gpus) <= count:
+        return ""
+    return (
+        f"{len(gpus)} GPUs: the kit serves one TP{count} replica per box, on GPUs "
+        f"0-{count - 1} (container_env CUDA_VISIBLE_DEVICES); GPUs {count}-{len(gpus) - 1} stay "
+        "idle (several replicas on one box: not yet)"
+    )
+
+
 def describe(gpus: list[Gpu]) -> str:
     if not gpus:
         return "no NVIDIA GPU"
@@ -84,10 +95,15 @@ def describe(gpus: list[Gpu]) -> str:
 
 
 def gpu_problems(gpus: list[Gpu], count: int, min_memory_mib: int) -> list[str]:
-    """Why these GPUs cannot run the champion (empty when they can, or cannot be judged yet)."""
+    """Why these GPUs cannot run the champion (empty when they can, or cannot be judged yet): a
+    multiple of `count` is accepted (a rented box with 8 cards serves on its first four:
+    idle_gpus says so)."""
     need = f"need {count} GPUs ≥ {min_memory_mib} MiB each"
-    if len(gpus) != count:
-        return [f"found {describe(gpus)}, {need} (tensor parallel size {count})"]
+    if not gpus or len(gpus) % count:
+        return [
+            f"found {describe(gpus)}, {need} (tensor parallel size {count}; or a multiple of "
+            f"{count})"
+        ]
     small = [g for g in gpus if g.memory_mib is not None and g.memory_mib < min_memory_mib]
     if small:
         return [f"found {describe(gpus)}, {need}"]

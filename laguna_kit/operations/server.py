@@ -71,6 +71,9 @@ def preflight(
         problems.append(f"found {box['arch']}, need x86_64")
     gpus, source = gpus_seen()
     problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
+    idle = hardware.idle_gpus(gpus, gpu_count)
+    if idle:
+        logger.warning(f"{host.name}: {idle}")
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
     space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm", docker_root])
     free, shm, ram = space[model_dir]["mib"], space["/dev/shm"]["mib"], box["mem_mib"]

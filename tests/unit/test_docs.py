@@ -16,6 +16,10 @@ DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md"]
 KNOBS = set(defaults()) | set(EXTRA_KNOBS)
 # snake_case words in backticks that are not knobs, each what it is.
 NOT_KNOBS = {
+    "hub_bytes": "a field of the fetch log (state/fetch-log.jsonl)",
+    "peer_bytes": "a field of the fetch log (state/fetch-log.jsonl)",
+    "left_peers": "a field of the fetch log (state/fetch-log.jsonl)",
+    "refused_from_peers": "a field of the fetch log (state/fetch-log.jsonl)",
     "huggingface_hub": "the Python library",
     "files_metadata": "huggingface_hub's model_info argument",
     "http_get": "huggingface_hub's downloader function",

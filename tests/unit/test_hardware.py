@@ -31,7 +31,8 @@ def test_real_h200_output_parses_and_is_refused():
     ]
     problems = hardware.gpu_problems(gpus, 4, 24000)
     assert problems == [
-        "found 1× NVIDIA H200 (143771 MiB), need 4 GPUs ≥ 24000 MiB each (tensor parallel size 4)"
+        "found 1× NVIDIA H200 (143771 MiB), need 4 GPUs ≥ 24000 MiB each (tensor parallel size 4; "
+        "or a multiple of 4)"
     ]
 
 
@@ -72,3 +73,16 @@ def test_sysfs_counts_nvidia_display_devices_only():
     assert [g.name for g in gpus] == ["NVIDIA GeForce RTX 3090", "NVIDIA GPU [10de:9999]"]
     assert gpus[0].memory_mib == 24576 and gpus[1].memory_mib is None
     assert "memory unknown" in hardware.describe(gpus)
+
+
+def test_a_multiple_of_four_cards_serves_on_the_first_four_and_names_the_idle_ones():
+    card = hardware.Gpu("NVIDIA GeForce RTX 3090", 24576)
+    assert hardware.gpu_problems([card] * 8, 4, 24000) == []
+    assert hardware.idle_gpus([card] * 8, 4).startswith("8 GPUs: the kit serves one TP4 replica")
+    assert "GPUs 4-7 stay idle" in hardware.idle_gpus([card] * 8, 4)
+    assert hardware.idle_gpus([card] * 4, 4) == ""
+    assert hardware.gpu_problems([card] * 6, 4, 24000) == [
+        "found 6× NVIDIA GeForce RTX 3090 (24576 MiB), need 4 GPUs ≥ 24000 MiB each (tensor "
+        "parallel size 4; or a multiple of 4)"
+    ]
+    assert hardware.gpu_problems([], 4, 24000)  # no card at all is still refused
