@@ -318,19 +318,13 @@ class Downloader:
                     used.add(source[0].name if source else "")
                     self.transfer(entry, part, have, fed, source)
                 break
-            except FetchError:
-                raise
+            except FetchError as exc:
+                if source is None:
+                    raise
+                self._leave(entry, skip, source, exc)  # a peer's bad answer never fails the file
             except Exception as exc:  # noqa: BLE001 - judged by is_transient below
                 if source is not None:  # a peer that died, stalled or lost the file
-                    skip.add(source[0].name)
-                    with LOCK:
-                        self.counter.setdefault("left_peers", []).append(
-                            f"{entry['path']} ({source[0].name}: {describe(exc)})"
-                        )
-                    self.progress.note(
-                        error=f"{entry['path']}: fleet peer {source[0].name}: {describe(exc)}; "
-                        "going on from another source"
-                    )
+                    self._leave(entry, skip, source, exc)
                     continue
                 if not is_transient(exc):
                     raise
@@ -353,6 +347,18 @@ class Downloader:
         if fed["n"] != got:  # a part left by an older run, already complete: hash it once
             fed["n"] = feed_from_file(part, fed["n"], fed["h"], self.counter)
         place_hashed(self.dest, part, entry, fed["h"].hexdigest())
+
+    def _leave(self, entry: dict, skip: set[str], source, exc: BaseException) -> None:
+        """This file goes on from another source than this peer (from the bytes on disk)."""
+        skip.add(source[0].name)
+        with LOCK:
+            self.counter.setdefault("left_peers", []).append(
+                f"{entry['path']} ({source[0].name}: {describe(exc)})"
+            )
+        self.progress.note(
+            error=f"{entry['path']}: fleet peer {source[0].name}: {describe(exc)}; "
+            "going on from another source"
+        )
 
     def source_for(self, entry: dict, skip: set[str]):
         """(peer, url) or None (the hub)."""
@@ -397,6 +403,11 @@ class Downloader:
                 fh.truncate()
                 try:
                     for block in resp.iter_bytes():  # as received: a cut transfer keeps every byte
+                        # More than the file has (a broken server, a lying peer) is never
+                        # written past its size; the part's hash decides the rest.
+                        extra = fed["n"] + len(block) - entry["size"]
+                        if extra > 0:
+                            block = block[: len(block) - extra]
                         fh.write(block)
                         fed["h"].update(block)
                         fed["n"] += len(block)
@@ -405,6 +416,10 @@ class Downloader:
                             self.counter["hashed_bytes"] += len(block)
                             self.counter[kind] = self.counter.get(kind, 0) + len(block)
                         self.progress.add(len(block))
+                        if extra > 0:
+                            raise Retryable(
+                                f"{who} sent more than the file's {entry['size']} bytes"
+                            )
                 finally:
                     fh.flush()
                     os.fsync(fh.fileno())

@@ -8,7 +8,9 @@ outside what the configuration serves → 404; and `/_progress/<name>` → the p
 
 Faults (`Peer.faults`): {"corrupt": {path}} flips served bytes of that file (a compromised or
 rotten peer), {"die_after": {path: n}} sends n bytes of that file, then the peer goes away
-(the connection reset, every later request refused: a peer killed mid-transfer).
+(the connection reset, every later request refused: a peer killed mid-transfer), {"pad": {path}}
+sends junk after the file (more bytes than it has), {"bad_range": {path}} answers a resume with
+another range than asked.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from urllib.parse import unquote
 class Peer:
     def __init__(self, root: str, progress_dir: str):
         self.root, self.progress_dir = root, progress_dir
-        self.faults: dict = {"corrupt": set(), "die_after": {}}
+        self.faults: dict = {"corrupt": set(), "die_after": {}, "pad": set(), "bad_range": set()}
         self.served: dict[str, int] = {}
         self.dead = False
         self.lock = threading.Lock()
@@ -79,15 +81,16 @@ class _Handler(BaseHTTPRequestHandler):
             if not rm or int(rm.group(1)) >= len(data):
                 return self._status(416, {"Content-Range": f"bytes */{len(data)}"})
             start, status = int(rm.group(1)), 206
+        name = os.path.basename(rel)
+        body = data[start:] + (b"\0" * 65536 if name in peer.faults["pad"] else b"")
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(data) - start))
+        self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            first = 0 if name in peer.faults["bad_range"] else start
+            self.send_header("Content-Range", f"bytes {first}-{len(data) - 1}/{len(data)}")
         self.end_headers()
-        body = data[start:]
-        name = os.path.basename(rel)
         if name in peer.faults["corrupt"]:
             body = bytes(b ^ 0xFF for b in body[:64]) + body[64:]
         die = peer.faults["die_after"].get(name)

@@ -195,6 +195,27 @@ def test_a_peer_serving_a_wrong_byte_is_refused_and_the_file_fetched_elsewhere(h
     assert third_summary["hub_bytes"] == 0, third_summary
 
 
+def test_a_peer_sending_more_bytes_or_another_range_is_left_not_fatal(hub, boxes):
+    url, repo = hub
+    first, second = boxes[:2]
+    first.sync(url, repo)
+    other = "model-00003-of-00004.safetensors"
+    first.server.faults["pad"].add(SHARD)
+    first.server.faults["bad_range"].add(other)
+    # ff2 has half of the other shard already: its resume asks the peer for a range
+    part = second.model_dir / FOLDER / ".laguna-partial" / f"{other}.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(repo.files[other][:300_000])
+    control(url, "reset")
+    summary = second.sync(url, repo, {"peers": peers_of(second, [first]), "self": second.name})
+    second.ok(repo)
+    left = " ".join(summary.get("left_peers", []))
+    assert f"{SHARD} (box1: " in left and "sent more than the file" in left, summary
+    assert f"{other} (box1: " in left and "Content-Range" in left, summary
+    # never more on disk than the file has; a padded file whose bytes were right is kept
+    assert (second.model_dir / FOLDER / SHARD).stat().st_size == len(repo.files[SHARD])
+
+
 def test_a_file_owned_by_a_box_that_is_not_fetching_comes_from_the_hub_at_once(hub, boxes):
     url, repo = hub
     control(url, "reset")
