@@ -688,9 +688,9 @@ def sync(args) -> dict:
     if getattr(args, "sources", None) and not uploaded:
         with open(args.sources) as fh:
             doc = json.load(fh)
-        fleet = peers.Sources(
-            doc, revision, _http_session(), _timeout(float(doc.get("stall_s", 15)))
-        )
+        # (a peer on the tailnet answers a connection at once, or is not there)
+        probe = _http().Timeout(5, read=float(doc.get("stall_s", 15)))
+        fleet = peers.Sources(doc, revision, _http_session(), probe)
         # The files this box fetches from the hub first: a file another box of the run owns is
         # waited for, and by then it is usually on that box.
         mine = {p for p, owner in fleet.owners.items() if owner in ("", fleet.me)}

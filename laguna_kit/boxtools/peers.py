@@ -24,6 +24,7 @@ from urllib.parse import quote
 from .layout import STASH, VERIFIED_RECORD
 
 POLL_S = 1.0
+DOWN_S = 60.0  # a peer that did not answer is not asked again for this long
 
 
 class Peer:
@@ -35,6 +36,7 @@ class Peer:
         self.read_at = 0.0
         self.progress_seen: tuple[object, float] | None = None  # (its `updated`, when it changed)
         self.first_wait: float | None = None  # when this fetch first waited for it
+        self.down_until = 0.0  # did not answer (a firewall that does not know this box yet)
 
 
 class Sources:
@@ -73,10 +75,16 @@ class Sources:
         """The peer's verification records of this revision, read at most once a second (the
         fetch's threads share one read)."""
         with peer.lock:
-            if time.monotonic() - peer.read_at >= POLL_S:
+            now = time.monotonic()
+            if now < peer.down_until:
+                return {}
+            if now - peer.read_at >= POLL_S:
                 records = {}
                 for base in self.bases:
-                    _, doc = self._get_json(f"{peer.url}/{base}/{VERIFIED_RECORD}")
+                    status, doc = self._get_json(f"{peer.url}/{base}/{VERIFIED_RECORD}")
+                    if status == 0:
+                        peer.down_until = time.monotonic() + DOWN_S
+                        break
                     if isinstance(doc, dict) and doc.get("revision") == self.revision:
                         files = doc.get("files")
                         records[base] = files if isinstance(files, dict) else {}
@@ -99,6 +107,8 @@ class Sources:
         changing (a stale record is a fetch that stopped); before its first record, for wait_s
         from the first time this fetch waited for it (it may start a moment after this box). A
         peer that does not answer is not fetching."""
+        if time.monotonic() < owner.down_until:
+            return False
         status, doc = self._get_json(f"{owner.url}/_progress/{quote(self.progress_name)}")
         now = time.monotonic()
         with owner.lock:

@@ -253,3 +253,31 @@ def test_owners_are_balanced_by_size_and_the_same_on_every_host():
         load[a[f["path"]]] = load.get(a[f["path"]], 0) + f["size"]
     assert max(load.values()) - min(load.values()) <= 2, load
     assert distribution.owners(files, ["only"]) == {}
+
+
+def test_a_peer_that_does_not_answer_costs_one_timeout_not_one_per_file(hub, boxes):
+    """A peer whose server takes connections and never answers (hung, or its firewall half
+    open): left for a while after one silence, not asked again for each file."""
+    import socket
+
+    url, repo = hub
+    control(url, "reset")
+    control(url, "rate", {"bytes_per_second": 2 << 20})  # each shard takes a while
+    second = boxes[1]
+    silent = socket.socket()  # the kernel completes connections into its backlog; no reply
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    peer = {"name": "box1", "url": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+    started = time.monotonic()
+    try:
+        summary = second.sync(
+            url, repo, {"peers": [peer], "self": second.name, "stall_s": 2}, workers=1
+        )
+    finally:
+        silent.close()
+        control(url, "rate", {"bytes_per_second": 0})
+    took = time.monotonic() - started
+    second.ok(repo)
+    assert summary["peer_bytes"] == 0
+    # one silence of 2 s and ~2 s of download, not a silence per file (8 files: 20 s and more)
+    assert took < 12, f"{took:.1f} s: the silent peer was asked again for each file"
