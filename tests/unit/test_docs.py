@@ -16,6 +16,7 @@ DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md"]
 KNOBS = set(defaults()) | set(EXTRA_KNOBS)
 # snake_case words in backticks that are not knobs, each what it is.
 NOT_KNOBS = {
+    "gpu_boxes": "inventory.py's group of the GPU boxes (for --limit)",
     "hub_bytes": "a field of the fetch log (state/fetch-log.jsonl)",
     "peer_bytes": "a field of the fetch log (state/fetch-log.jsonl)",
     "left_peers": "a field of the fetch log (state/fetch-log.jsonl)",
