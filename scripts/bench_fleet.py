@@ -3,8 +3,9 @@
 under the same slowed hub link (issue 27).
 
 Two shapes, each run as one box alone and then as three fresh boxes in one run:
-1. the checkpoint path alone (tests/deploys/fleet_models.py: pre-flight, tools, firewall,
-   tailnet, peer file servers, download, verification): what the peer distribution changes;
+1. the bytes from outside alone (tests/deploys/fleet_first.py: pre-flight, tools, firewall,
+   tailnet, peer file servers, download and verification, Docker and the image's pull; boxes
+   with a driver already): what the peer distribution changes;
 2. the whole deploy.py (driver, Docker, image, service, gate) with an image cache host
    (roles = ["cache"]) for the fleet: what a first deploy costs end to end on this machine (its
    CPU is shared by every box: on 2 cores three boxes' driver, Docker and gate steps compete).
@@ -78,15 +79,17 @@ def main() -> int:
     try:
         size = sum(len(d) for r in sb.servers.hub.repos.values() for d in r.files.values())
         out["checkpoint_bytes"] = size
-        shapes = [("checkpoints", "tests/deploys/fleet_models.py")]
+        shapes = [("checkpoints", "tests/deploys/fleet_first.py")]
         if not a.skip_full:
             shapes.append(("full", "deploy.py"))
         for shape, deploy in shapes:
-            one = [sb.add_box(f"bf{shape[0]}0")]
+            # the checkpoint path skips the driver step: its boxes come with a working driver
+            kw = {"driver": {"version": "580.95.05", "cuda": "13.0"}} if shape != "full" else {}
+            one = [sb.add_box(f"bf{shape[0]}0", **kw)]
             single = run(sb, one, deploy, {}, a.hub_rate, size)
             for b in one:
                 sb.remove_box(b)
-            fleet = [sb.add_box(f"bf{shape[0]}{i}") for i in (1, 2, 3)]
+            fleet = [sb.add_box(f"bf{shape[0]}{i}", **kw) for i in (1, 2, 3)]
             data = {}
             if shape == "full":
                 cache = sb.add_box(f"bf{shape[0]}c", roles=["cache"])

@@ -1,16 +1,22 @@
-"""A fleet's checkpoints from the hub once (issue 27), on three harness boxes deployed in one run
-with the stand-in hub's link slowed: each box serves its verified folders with the distribution's
-nginx (bookworm's 1.22), the fleet's boxes alone reach it (real packets from a fleet member, from
-another tailnet peer and from off the tailnet), and every byte a box takes from a peer is hashed
-against the hub's metadata as the control machine read it.
+"""A fleet's first deploy takes the checkpoints and the image from outside once (issue 27): three
+harness boxes and an image cache host (roles = ["cache"]) deployed in one run with the stand-in
+hub's link slowed, and no way to the stand-in Docker Hub but the cache.
 
+Checkpoints: each box serves its verified folders with the distribution's nginx (bookworm's 1.22),
+the fleet's boxes alone reach it (real packets from a fleet member, from another tailnet peer and
+from off the tailnet), every byte a box takes from a peer is hashed against the hub's metadata:
 - bytes served by the hub ≤ 1.05 × the checkpoints' size (each box alone: 3 ×);
 - a peer killed mid-transfer: the box goes on from another source in the same run;
 - a peer serving a wrong byte: the file is refused and fetched again elsewhere.
+Image: Debian's docker-registry 2.8 as a pull-through cache of the stand-in Docker Hub, warmed once:
+- each blob left the stand-in Docker Hub whole once; the boxes' images have the digest the
+  registry itself names; the cache answers the fleet's GPU boxes alone.
+A converged fleet changes nothing and fetches nothing.
 """
 
 import hashlib
 import json
+import re
 import threading
 import time
 
@@ -21,9 +27,13 @@ from laguna_kit.settings import defaults
 from tests.harness import box as boxmod
 from tests.harness import servers, standin_hub
 from tests.harness.deployrun import run_deploy
+from tests.harness.paths import run_dir
+from tests.harness.sandbox import HARNESS_DOCKER
 
 KNOBS = defaults()
-DEPLOY = "tests/deploys/fleet_models.py"
+DEPLOY = "tests/deploys/fleet_first.py"
+DRIVER = {"version": "580.95.05", "cuda": "13.0"}  # a working driver: the image step checks it
+CACHE_PORT = KNOBS["registry_cache_port"]
 HUB = f"http://127.0.0.1:{servers.HUB_PORT}"
 TARGET = "/models/Laguna-S-2.1-INT4"
 PORT = KNOBS["peer_files_port"]
@@ -62,25 +72,48 @@ def curl(where: list[str], url: str) -> str:
     return proc.stdout.strip() or "000"
 
 
+def registry_log() -> str:
+    return (run_dir() / "registry.log").read_text(errors="replace")
+
+
+def blob_gets(text: str) -> dict[str, int]:
+    """{blob digest: bytes} the stand-in Docker Hub sent for GETs of blobs, from its log."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if "response completed" not in line or "http.request.method=GET" not in line:
+            continue
+        m = re.search(r'http.request.uri="/v2/[^"]*/blobs/(sha256:[0-9a-f]{64})"', line)
+        n = re.search(r"http.response.written=(\d+)", line)
+        if m and n:
+            out[m.group(1)] = out.get(m.group(1), 0) + int(n.group(1))
+    return out
+
+
 @pytest.fixture(scope="module")
 def fleet(sandbox):
-    boxes = [sandbox.add_box(f"ff{i}") for i in (1, 2, 3)]
+    boxes = [sandbox.add_box(f"ff{i}", driver=DRIVER) for i in (1, 2, 3)]
+    cache = sandbox.add_box("ffcache", roles=["cache"])
+    data = {
+        "docker_daemon_config": HARNESS_DOCKER,  # no mirror of the harness's: the cache or nothing
+        "registry_cache_upstream": sandbox.servers.urls(cache)["registry_mirror"],
+    }
     hub_control("reset")
     hub_control("rate", {"bytes_per_second": LINK})
+    before = len(registry_log())
     try:
         started = time.monotonic()
-        res = run_deploy(sandbox, boxes, DEPLOY)
+        res = run_deploy(sandbox, [*boxes, cache], DEPLOY, data=data)
         wall = time.monotonic() - started
     finally:
         hub_control("rate", {"bytes_per_second": 0})
     assert res.ok, res.explain()
-    yield boxes, res, wall, hub_served()
-    for b in boxes:
+    yield boxes, cache, data, wall, hub_served(), registry_log()[before:]
+    for b in [*boxes, cache]:
         sandbox.remove_box(b)
 
 
 def test_three_fresh_boxes_take_the_checkpoints_from_the_hub_once(sandbox, fleet):
-    boxes, res, wall, served = fleet
+    boxes, _, _, wall, served, _ = fleet
     size = checkpoint_bytes(sandbox)
     total = sum(served.values())
     logs = {b.name: fetch_log(b) for b in boxes}
@@ -110,16 +143,22 @@ def test_three_fresh_boxes_take_the_checkpoints_from_the_hub_once(sandbox, fleet
 
 
 def test_a_converged_fleet_changes_nothing_and_fetches_nothing(sandbox, fleet):
-    boxes = fleet[0]
+    boxes, cache, data = fleet[:3]
     hub_control("reset")
-    again = run_deploy(sandbox, boxes, DEPLOY)
+    before = len(registry_log())
+    again = run_deploy(sandbox, [*boxes, cache], DEPLOY, data=data)
     assert again.ok, again.explain()
     assert again.changed() == [], again.changed()
     assert hub_served() == {}
+    # No layer left the stand-in Docker Hub (the control machine reads the image's small config
+    # blob there each run, for its CUDA requirement: not a pull).
+    layers = {b for b, n in blob_gets(registry_log()[before:]).items() if n > 64 << 10}
+    assert layers == set(), layers
 
 
 def test_a_peer_killed_or_lying_costs_a_resume_or_a_refetch_never_a_bad_file(sandbox, fleet):
     one, two, three = fleet[0]
+    cache, data = fleet[1], fleet[2]
     shards = [f"model-{i:05d}-of-00015.safetensors" for i in range(1, 16)]
     # ff3 lost its shards; ff1 serves one of them rotten (a byte flipped on its disk after it
     # verified it: its record still claims the hash).
@@ -154,7 +193,9 @@ def test_a_peer_killed_or_lying_costs_a_resume_or_a_refetch_never_a_bad_file(san
     watcher = threading.Thread(target=killer, daemon=True)
     watcher.start()
     try:
-        res = run_deploy(sandbox, [one, two, three], DEPLOY, args=["--limit", three.name])
+        res = run_deploy(
+            sandbox, [one, two, three, cache], DEPLOY, data=data, args=["--limit", three.name]
+        )
     finally:
         done.set()
         boxmod.sh(
@@ -171,3 +212,47 @@ def test_a_peer_killed_or_lying_costs_a_resume_or_a_refetch_never_a_bad_file(san
     print(f"\nafter a lying peer and a killed one: hub served {served}, box log {last}")
     # the rotten file again from elsewhere (another peer or the hub), never served by ff3
     assert three.run(f"ls {TARGET}/.laguna-quarantine").stdout.count(rotten) == 1
+
+
+def test_the_boxes_pull_the_image_through_the_cache(fleet):
+    boxes, cache, log = fleet[0], fleet[1], fleet[5]
+    digests = set()
+    for b in boxes:
+        got = b.run(
+            "docker image inspect --format '{{json .RepoDigests}}' vllm/vllm-openai:v0.25.1"
+        )
+        digests.add(json.loads(got.stdout)[0].split("@")[1])
+        daemon = json.loads(b.run("cat /etc/docker/daemon.json").stdout)
+        assert daemon["registry-mirrors"] == [f"http://{cache.tailnet_v4}:{CACHE_PORT}"], daemon
+    assert len(digests) == 1
+    sent = blob_gets(log)
+    sizes = {}
+    for line in cache.run(
+        "find /var/lib/laguna-kit/registry-cache -path '*/blobs/sha256/*/data' -printf '%h %s\\n'"
+    ).stdout.splitlines():
+        folder, size = line.rsplit(" ", 1)
+        sizes["sha256:" + folder.rsplit("/", 1)[1]] = int(size)
+    image, upstream = sum(sizes.values()), sum(sent.values())
+    print(
+        f"\nimage cache: 3 boxes pulled {image} bytes of blobs each; the stand-in Docker Hub sent "
+        f"{upstream} ({upstream / image:.3f} x the image) for {len(sent)} blobs"
+    )
+    assert image > 0, "the cache stored nothing"
+    # Each blob left the stand-in Docker Hub whole once: the warming's own request is closed at
+    # its headers (what the socket buffers held, a few MiB at most, went with it).
+    for blob, size in sizes.items():
+        assert sent.get(blob, 0) <= size + (8 << 20), (blob, size, sent)
+    warm = json.loads(cache.run("cat /opt/laguna-kit/state/cache-warm.json").stdout)
+    assert warm["image"] == "vllm/vllm-openai:v0.25.1" and warm["digest"] in digests
+
+
+def test_the_cache_answers_the_fleets_gpu_boxes_alone(fleet):
+    boxes, cache = fleet[0], fleet[1]
+    url = f"http://{cache.tailnet_v4}:{CACHE_PORT}/v2/"
+    assert curl(["ip", "netns", "exec", boxes[0].netns], url) == "200"
+    assert curl(["ip", "netns", "exec", boxmod.TAILNET_NS], url) == "000"
+    assert curl([], f"http://{cache.address}:{CACHE_PORT}/v2/") == "000"
+    # The package's own service never ran (masked before the install): nothing else on :5000.
+    assert cache.run(
+        "systemctl is-enabled docker-registry.service", check=False
+    ).stdout.strip() == ("masked")

@@ -181,7 +181,11 @@ def peers_synced(kit_dir, rules, peers_file, other, role: str, what: str):
         # keep reaching the box.
         logger.warning(
             f"{host.name}: the {role} {n} is not on the tailnet or this run cannot reach it: "
-            f"it does not reach {what} until a deploy finds it"
+            + (
+                f"no tailnet peer reaches {what} until a deploy finds the {role}"
+                if not isinstance(other, list)
+                else f"it does not reach {what} until a deploy finds it"
+            )
         )
     # (written as <name>.laguna-new first: nft's *.nft include does not read it half-written)
     commands = list(files_synced._inner(files=[(text, peers_file, "644")]))

@@ -1,5 +1,6 @@
-# Test deploy: what the fleet's image cache needs (tasks/registry_cache.py on the cache host, the
-# GPU boxes' Docker pulling through it), without the driver or the checkpoints.
+# Test deploy: a fleet's first deploy as far as the bytes from outside go (issue 27): the image
+# cache on its host, each GPU box's peer file server, the checkpoints' download and the image's
+# pull through the cache; without the driver step, the service or the gate.
 from pyinfra import host
 
 from laguna_kit import fleet, steps
@@ -13,7 +14,10 @@ steps.include("tasks/tailscale.py")
 if "cache" in fleet.roles(host):
     steps.include("tasks/registry_cache.py")
 if gpu:
+    steps.include("tasks/peer_files.py")
+    steps.include("tasks/download.py")
     steps.include("tasks/docker.py")
 steps.include("tasks/image_pull.py")
 if gpu:
+    steps.include("tasks/models.py")
     steps.include("tasks/image.py")
