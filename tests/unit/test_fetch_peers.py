@@ -13,8 +13,10 @@ import httpx
 import pytest
 
 from laguna_kit import distribution
-from laguna_kit.boxtools import fetch
-from tests.harness import standin_hub, standin_peer
+from tests.harness import standin_peer
+
+from . import fetch_runs
+from .fetch_runs import control, manifest_of, serving_hub
 
 SHARD = "model-00002-of-00004.safetensors"
 FOLDER = "Laguna-S-2.1-INT4"
@@ -23,30 +25,12 @@ PROGRESS = f"laguna-fetch-{FOLDER}.progress.json"
 
 @pytest.fixture(scope="module")
 def hub():
-    repo = standin_hub.Repo(
-        standin_hub.TARGET_REPO,
-        standin_hub.TARGET_COMMIT,
-        standin_hub.make_target(shards=4, shard_bytes=1 << 20),
-    )
-    server, _ = standin_hub.serve("127.0.0.1", 0, [repo])
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield url, repo
-    server.shutdown()
-
-
-def control(url, path, body=None):
-    return httpx.post(f"{url}/_standin/{path}", json=body or {}).json()
+    with serving_hub(shards=4) as served:
+        yield served
 
 
 def hub_served(url) -> int:
     return sum(httpx.get(f"{url}/_standin/stats").json()["served"].values())
-
-
-def manifest_of(repo) -> list[dict]:
-    return [
-        {"path": p, "size": m["size"], "sha256": m["sha256"], "blob_id": m["oid"]}
-        for p, m in repo.meta.items()
-    ]
 
 
 class Box:
@@ -61,31 +45,13 @@ class Box:
         self.server = standin_peer.Peer(str(self.model_dir), str(self.run_dir))
 
     def sync(self, url, repo, sources: dict | None = None, **kw):
-        manifest = self.run_dir.parent / "manifest.json"
-        manifest.write_text(
-            json.dumps({"repo": repo.repo_id, "revision": repo.commit, "files": manifest_of(repo)})
-        )
-        args = dict(
-            manifest=str(manifest),
-            dest=str(self.model_dir / FOLDER),
-            repo=repo.repo_id,
-            token_file=None,
-            rehash=False,
-            margin_mib=0,
-            workers=2,
-            endpoint=url,
-            progress=str(self.run_dir / PROGRESS),
-            retries=3,
-            backoff_max_s=0.2,
-            read_timeout_s=2.0,
-            sources=None,
-        )
         if sources is not None:
             path = self.run_dir.parent / "sources.json"
             path.write_text(json.dumps(dict({"folder": FOLDER, "progress": PROGRESS}, **sources)))
-            args["sources"] = str(path)
-        args.update(kw)
-        return fetch.sync(type("A", (), args))
+            kw.setdefault("sources", str(path))
+        kw.setdefault("read_timeout_s", 2.0)
+        dest, progress = self.model_dir / FOLDER, self.run_dir / PROGRESS
+        return fetch_runs.run(self.run_dir.parent, url, repo, dest, progress, **kw)
 
     def ok(self, repo):
         for name, data in repo.files.items():

@@ -9,63 +9,21 @@ import httpx
 import pytest
 
 from laguna_kit.boxtools import fetch
-from tests.harness import standin_hub
+
+from . import fetch_runs
+from .fetch_runs import control, serving_hub
 
 SHARD = "model-00002-of-00003.safetensors"
 
 
 @pytest.fixture(scope="module")
 def hub():
-    repo = standin_hub.Repo(
-        standin_hub.TARGET_REPO,
-        standin_hub.TARGET_COMMIT,
-        standin_hub.make_target(shards=3, shard_bytes=1 << 20),
-    )
-    server, state = standin_hub.serve("127.0.0.1", 0, [repo])
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield url, repo
-    server.shutdown()
-
-
-def control(url, path, body=None):
-    return httpx.post(f"{url}/_standin/{path}", json=body or {}).json()
+    with serving_hub(shards=3) as served:
+        yield served
 
 
 def run(tmp_path, url, repo, **kw):
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "repo": repo.repo_id,
-                "revision": repo.commit,
-                "files": [
-                    {
-                        "path": p,
-                        "size": m["size"],
-                        "sha256": m["sha256"],
-                        "blob_id": m["oid"],
-                    }
-                    for p, m in repo.meta.items()
-                ],
-            }
-        )
-    )
-    args = dict(
-        manifest=str(manifest),
-        dest=str(tmp_path / "dest"),
-        repo=repo.repo_id,
-        token_file=None,
-        rehash=False,
-        margin_mib=0,
-        workers=2,
-        endpoint=url,
-        progress=str(tmp_path / "progress.json"),
-        retries=3,
-        backoff_max_s=0.2,
-        read_timeout_s=1.0,
-    )
-    args.update(kw)
-    return fetch.sync(type("A", (), args))
+    return fetch_runs.run(tmp_path, url, repo, tmp_path / "dest", tmp_path / "progress.json", **kw)
 
 
 def on_disk_ok(tmp_path, repo):
