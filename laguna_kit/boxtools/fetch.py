@@ -281,23 +281,22 @@ class Downloader:
         answering is left for the next source, which resumes from the bytes on disk; a file a peer
         contributed to that fails its hash is quarantined and fetched again without that peer."""
         while True:
-            used: set[str] = set()
+            used: set[str] = set()  # the fleet peers whose bytes went into this attempt
             try:
                 return self._fetch(entry, used)
             except HashMismatch as exc:
-                if not used - {""} or self.sources is None:
+                if not used:
                     raise  # the hub's own bytes: fetch_once decides
-                for name in used - {""}:
-                    peer = self.sources.by_name(name)
-                    if peer is not None:
-                        peer.bad = True
+                names = ", ".join(sorted(used))
+                for name in used:
+                    self.sources.by_name(name).bad = True
                 self.progress.note(
-                    error=f"{entry['path']}: hash {exc.found} from fleet peer(s) "
-                    f"{', '.join(sorted(used - {''}))}: refused, fetched again without them"
+                    error=f"{entry['path']}: hash {exc.found} from fleet peer(s) {names}: "
+                    "refused, fetched again without them"
                 )
                 with LOCK:
                     self.counter.setdefault("refused_from_peers", []).append(
-                        f"{entry['path']} (from {', '.join(sorted(used - {''}))})"
+                        f"{entry['path']} (from {names})"
                     )
 
     def _fetch(self, entry: dict, used: set[str]) -> None:
@@ -315,7 +314,8 @@ class Downloader:
             try:
                 if have < entry["size"]:
                     source = self.source_for(entry, skip)
-                    used.add(source[0].name if source else "")
+                    if source:
+                        used.add(source[0].name)
                     self.transfer(entry, part, have, fed, source)
                 break
             except FetchError as exc:
