@@ -15,8 +15,8 @@ from laguna_kit.boxtools.layout import (
     FIREWALL_PULLERS_GLOB,
     FIREWALL_RULES,
     FIREWALL_WATCH,
+    KIT_LISTENERS,
     MONITOR_USER,
-    ROUTER_UNIT,
     ROUTER_USER,
 )
 from laguna_kit.facts import memo
@@ -136,7 +136,7 @@ written = files_synced(
                 kit_dir=d.kit_dir,
                 rules=RULES,
                 every_s=2,
-                stop=[d.unit_name, ROUTER_UNIT],
+                stop=[d.unit_name, *KIT_LISTENERS],
             ),
             f"{SYSTEMD}/{FIREWALL_WATCH}",
             "644",

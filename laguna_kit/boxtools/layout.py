@@ -46,3 +46,8 @@ def releases_dir(kit_dir: str) -> str:
 def gate_result(kit_dir: str) -> str:
     """The last gate's JSON result (written by the gate, read by status and the deploy)."""
     return f"{kit_dir}/state/last-gate.json"
+
+
+# The kit's listeners besides the serving unit (unit_name, a knob): each requires the firewall unit,
+# and the firewall watch stops them when the table cannot be loaded again.
+KIT_LISTENERS = (ROUTER_UNIT, PEER_FILES_UNIT, REGISTRY_CACHE_UNIT)

@@ -259,3 +259,22 @@ def test_a_fleets_gpu_boxes_alone_reach_the_checkpoint_file_server():
         assert lines.index("ct state established,related accept") < accept
         assert "100.64.0.0/10 accept" in tail or 'iifname "tailscale0" counter drop' in tail
     assert not any("8092" in line for line in rules(fleet_router=True))
+
+
+def test_the_firewall_watch_stops_every_kit_listener_that_needs_the_table():
+    """A unit that serves only behind the kit's table (Requires=laguna-firewall.service) stops
+    when the watch cannot load the table again: none answers off the tailnet meanwhile."""
+    from laguna_kit.boxtools.layout import KIT_LISTENERS
+    from laguna_kit.settings import KIT_ROOT, defaults
+
+    needing = set()
+    for path in (KIT_ROOT / "files").glob("laguna-*.service.j2"):
+        text = path.read_text()
+        if "Requires=" in text and "laguna-firewall.service" in text.split("[Service]")[0]:
+            needing.add(path.name.removesuffix(".j2"))
+    needing.discard("laguna-firewall-watch.service")
+    needing.discard("laguna-vllm.service")  # the serving unit: named by unit_name
+    assert needing <= set(KIT_LISTENERS), needing - set(KIT_LISTENERS)
+    assert defaults()["unit_name"] == "laguna-vllm.service"
+    task = (KIT_ROOT / "tasks/firewall.py").read_text()
+    assert "stop=[d.unit_name, *KIT_LISTENERS]" in task
