@@ -8,14 +8,16 @@
 # laguna_kit/profiles.py turns a profile into the unit and adds these itself, from the knobs named:
 #   docker run: --rm --name <container_name> --gpus all --ipc=host --shm-size=<shm_size>
 #     --network host --log-driver none -v <model_dir>:/root/.cache/huggingface:ro
-#     -e KEY=VALUE for each of container_env + container_extra_env; the image as repo@digest
+#     -e CUDA_VISIBLE_DEVICES=<the replica's gpu_count cards>, -e KEY=VALUE for each of
+#     container_env + container_extra_env; the image as repo@digest
 #   vLLM: the target's path in the container (positional), --host <api_bind> --port <api_port>,
-#     vllm_common_args, then from the profile --max-model-len, --gpu-memory-utilization,
+#     vllm_common_args with --tensor-parallel-size <gpu_count> after their first flag, then from the profile --max-model-len, --gpu-memory-utilization,
 #     --max-num-seqs, --max-num-batched-tokens (each left out when None), --speculative-config
 #     (dflash_tokens), --served-model-name <served_model_name>, and vllm_extra_args last.
 
 # --- preflight: the hardware the champion was measured on ------------------------------------
-gpu_count = 4  # TP4: the champion shards the model over exactly four GPUs
+gpu_count = 4  # TP4: the champion shards the model over exactly four GPUs (the tensor parallel size; each replica's cards)
+replicas_per_box = 0  # 0: one replica per gpu_count cards the box has (8 cards: two, on ports api_port and api_port + 1); a number: that many, the other cards left to you
 gpu_min_memory_mib = 24000  # 24 GB cards (RTX 3090: 24576 MiB); 17.53 GiB/GPU weights + KV + graphs
 min_ram_mib = 16384  # a floor for four vLLM workers loading shards; the recipe states no figure, so this only catches broken boxes
 min_shm_mib = 2048  # with --ipc=host the host's /dev/shm carries NCCL and shm_broadcast; the recipe's 16g is a ceiling
@@ -79,8 +81,8 @@ unit_name = "laguna-vllm.service"  # systemd owns restarts (the container has no
 shm_size = "16g"  # the recipe's --shm-size (it has no effect beside --ipc=host, kept to match the recipe)
 start_limit_burst = 3  # crash loop: systemd gives up after this many failures in start_limit_interval_s ...
 start_limit_interval_s = 600  # ... so the first failure's log is still at the top of journalctl
-container_env = {  # the recipe's environment, exactly
-    "CUDA_VISIBLE_DEVICES": "0,1,2,3",  # the four cards of TP4
+# CUDA_VISIBLE_DEVICES (the recipe's 0,1,2,3) is set by the kit, first: each replica's own gpu_count cards
+container_env = {  # the rest of the recipe's environment, exactly
     "VLLM_ENABLE_CUDA_COMPATIBILITY": "0",  # use the host driver, not the image's compat libs
     "VLLM_USE_DEEP_GEMM": "0",  # DeepGEMM kernels are not for Ampere
     "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",  # less fragmentation at 200K prefill
@@ -90,9 +92,9 @@ container_network_env = {  # derived, not in the recipe: a one-box TP4 needs no 
     "GLOO_SOCKET_IFNAME": "lo",  # Gloo's (torch.distributed CPU groups) likewise
     "VLLM_HOST_IP": "127.0.0.1",  # vLLM's own address for its distributed setup (vllm/envs.py)
 }
-vllm_common_args = [  # every mode: the recipe's fixed flags (parsers, MoE backend, TP4)
+vllm_common_args = [  # every mode: the recipe's fixed flags (parsers, MoE backend)
     "--trust-remote-code",  # Laguna's model code ships with the checkpoint
-    "--tensor-parallel-size", "4",  # TP4 over the four 24 GB cards
+    # here the kit puts --tensor-parallel-size <gpu_count>: the recipe's TP4 over the four 24 GB cards
     "--pipeline-parallel-size", "1",
     "--enable-auto-tool-choice",  # tool calls parsed: all three of these flags together
     "--tool-call-parser", "poolside_v1",

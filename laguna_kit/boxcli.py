@@ -65,9 +65,13 @@ def tool_command(kit_dir: str, launcher: str, *args) -> str:
     return shlex.join(str(a) for a in (python, f"{kit_dir}/bin/{launcher}", *args))
 
 
-def release_command(kit_dir: str, unit: str, *args) -> str:
-    """laguna_release.py for this kit_dir and unit, then its subcommand and arguments."""
-    return tool_command(kit_dir, "laguna_release.py", "--kit-dir", kit_dir, "--unit", unit, *args)
+def release_command(kit_dir: str, unit: str, *args, state_dir: str | None = None) -> str:
+    """laguna_release.py for this kit_dir and unit (and a replica's own state folder), then its
+    subcommand and arguments."""
+    own = ["--state-dir", state_dir] if state_dir and state_dir != kit_dir else []
+    return tool_command(
+        kit_dir, "laguna_release.py", "--kit-dir", kit_dir, "--unit", unit, *own, *args
+    )
 
 
 # A transient unit's name is `<unit>:<start time, ns>`, a new one at each start. A fixed name is

@@ -73,14 +73,16 @@ def parse_sysfs_pci(lines: list[str]) -> list[Gpu]:
     return gpus
 
 
-def idle_gpus(gpus: list[Gpu], count: int) -> str:
-    """What is said of a box with more cards than one replica uses ("" when none are idle)."""
-    if len(gpus) <= count:
+def idle_gpus(gpus: list[Gpu], count: int, replicas: int = 0) -> str:
+    """What is said of a box whose cards the replicas leave unused ("" when none are): `replicas`
+    set (replicas_per_box), or as many as the cards hold (0)."""
+    k = replicas or len(gpus) // count
+    used = k * count
+    if len(gpus) <= used:
         return ""
     return (
-        f"{len(gpus)} GPUs: the kit serves one TP{count} replica per box, on GPUs "
-        f"0-{count - 1} (container_env CUDA_VISIBLE_DEVICES); GPUs {count}-{len(gpus) - 1} stay "
-        "idle (several replicas on one box: not yet)"
+        f"{len(gpus)} GPUs: the kit serves {k} TP{count} replica(s) here, on GPUs 0-{used - 1}; "
+        f"GPUs {used}-{len(gpus) - 1} stay idle (replicas_per_box = {replicas or 'as many as fit'})"
     )
 
 
@@ -94,15 +96,23 @@ def describe(gpus: list[Gpu]) -> str:
     )
 
 
-def gpu_problems(gpus: list[Gpu], count: int, min_memory_mib: int) -> list[str]:
+def gpu_problems(gpus: list[Gpu], count: int, min_memory_mib: int, replicas: int = 0) -> list[str]:
     """Why these GPUs cannot run the champion (empty when they can, or cannot be judged yet): a
-    multiple of `count` is accepted (a rented box with 8 cards serves on its first four:
+    multiple of `count` is accepted, one replica per `count` cards (a rented box with 8 cards
+    serves two), or with `replicas` set, at least that many replicas' cards (the rest stay idle:
     idle_gpus says so)."""
     need = f"need {count} GPUs ≥ {min_memory_mib} MiB each"
-    if not gpus or len(gpus) % count:
+    if replicas and len(gpus) < replicas * count:
+        return [
+            f"found {describe(gpus)}, need {replicas * count} GPUs ≥ {min_memory_mib} MiB each "
+            f"for replicas_per_box = {replicas} (tensor parallel size {count} each): set "
+            "replicas_per_box lower, or 0 for as many as the cards hold"
+        ]
+    if not gpus or (not replicas and len(gpus) % count):
+        fewer = f": or set replicas_per_box = {len(gpus) // count}" if len(gpus) > count else ""
         return [
             f"found {describe(gpus)}, {need} (tensor parallel size {count}; or a multiple of "
-            f"{count})"
+            f"{count}, one replica each{fewer})"
         ]
     small = [g for g in gpus if g.memory_mib is not None and g.memory_mib < min_memory_mib]
     if small:

@@ -151,6 +151,23 @@ def mapping(key: Check, value: Check) -> Check:
     return check
 
 
+def kit_sets(check: Check, names: tuple[str, ...], by: str) -> Check:
+    """`check`, and none of `names` (a list's items or a table's keys): the kit sets them itself
+    (`by` says from what), and a second value would silently lose to the kit's or win over it."""
+
+    def inner(value):
+        bad = check(value)
+        if bad:
+            return bad
+        items = [str(v).split("=", 1)[0] for v in value] if isinstance(value, list) else value
+        present = [n for n in names if n in items]
+        if present:
+            return f"sets {present[0]}, which the kit sets from {by}: leave it out"
+        return None
+
+    return inner
+
+
 def json_like() -> Check:
     """A JSON value (Docker's daemon.json): it is written with json.dumps, never formatted."""
 
@@ -245,9 +262,15 @@ PIN = pattern(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!-]*", "a nam
 NO_CONTROL = text()
 EMAIL = pattern(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+", "an email address", empty_ok=True)
 
+# Each replica's cards and tensor parallel size (laguna_kit/replicas.py, profiles.render).
+CARDS, CARDS_BY = ("CUDA_VISIBLE_DEVICES",), "gpu_count and replicas_per_box (each replica's cards)"
+TP_ARGS = ("--tensor-parallel-size", "-tp")
+
+
 CHECKS: dict[str, Check] = {
     # preflight
     "gpu_count": integer(1, 64),
+    "replicas_per_box": integer(0, 8),
     "gpu_min_memory_mib": integer(0, 1 << 22),
     "min_ram_mib": integer(0, 1 << 30),
     "min_shm_mib": integer(0, 1 << 30),
@@ -311,13 +334,13 @@ CHECKS: dict[str, Check] = {
     "shm_size": pattern(r"[0-9]{1,6}[bkmg]?", "a size such as 16g"),
     "start_limit_burst": integer(1, 1000),
     "start_limit_interval_s": integer(1, 86400),
-    "container_env": mapping(ENV_NAME, NO_CONTROL),
+    "container_env": kit_sets(mapping(ENV_NAME, NO_CONTROL), CARDS, CARDS_BY),
     "container_network_env": mapping(ENV_NAME, NO_CONTROL),
-    "vllm_common_args": listof(NO_CONTROL),
+    "vllm_common_args": kit_sets(listof(NO_CONTROL), TP_ARGS, "gpu_count"),
     "serving_profiles": profiles(),
     "serving_overrides": overrides(),
-    "vllm_extra_args": listof(NO_CONTROL),
-    "container_extra_env": mapping(ENV_NAME, NO_CONTROL),
+    "vllm_extra_args": kit_sets(listof(NO_CONTROL), TP_ARGS, "gpu_count"),
+    "container_extra_env": kit_sets(mapping(ENV_NAME, NO_CONTROL), CARDS, CARDS_BY),
     "force_unsafe": flag(),
     # tailscale and firewall
     "tailscale_pkgs_url": url(),

@@ -122,7 +122,14 @@ def render(d, image_digest: str | None = None) -> Serving:
     ]
     extra_args = list(get("vllm_extra_args") or [])
     network_env = get("container_network_env") or {}
-    env = dict(get("container_env"), **network_env, **(get("container_extra_env") or {}))
+    # Each replica's own cards, first as the recipe lists them (replica 1: 0..gpu_count-1).
+    cards = get("cuda_visible_devices") or ",".join(str(i) for i in range(int(get("gpu_count"))))
+    env = {
+        "CUDA_VISIBLE_DEVICES": cards,
+        **get("container_env"),
+        **network_env,
+        **(get("container_extra_env") or {}),
+    }
     unsafe = _unsafe(d, p, extra_args, env)
     warnings = []
     if unsafe and not get("force_unsafe"):
@@ -159,7 +166,7 @@ def render(d, image_digest: str | None = None) -> Serving:
         get("api_bind"),
         "--port",
         str(get("api_port")),
-        *get("vllm_common_args"),
+        *tensor_parallel(get("vllm_common_args"), int(get("gpu_count"))),
     ]
     if p.get("max_model_len") is not None:
         vllm += ["--max-model-len", str(p["max_model_len"])]
@@ -200,6 +207,14 @@ def render(d, image_digest: str | None = None) -> Serving:
         + ([f"{', '.join(network_env)} on loopback (not in the recipe)"] if network_env else []),
         warnings,
     )
+
+
+def tensor_parallel(common: list, gpu_count: int) -> list[str]:
+    """The common flags with `--tensor-parallel-size <gpu_count>` where the recipe has it: right
+    after --trust-remote-code (so a four-card box's unit is the one it always was)."""
+    args = [str(a) for a in common]
+    at = 1 if args[:1] == ["--trust-remote-code"] else 0
+    return [*args[:at], "--tensor-parallel-size", str(gpu_count), *args[at:]]
 
 
 def systemd_quote(arg: str) -> str:

@@ -54,6 +54,13 @@ def box_lines(name: str, r: dict, router_url: str | None = None) -> list[str]:
             f"    endpoint    {endpoint or '(not on the tailnet yet)'}"
             + (f"  (also {', '.join(addresses[1:])})" if len(addresses) > 1 else "")
         )
+        more = (r.get("replica_ports") or [])[1:]  # a box with 8 cards: its other replicas
+        if more and addresses:
+            out.append(
+                "    replicas    "
+                + ", ".join(f"{n} {_url(addresses[0], p)}" for n, p in enumerate(more, start=2))
+                + " (each its own release and gate; tasks/status.py)"
+            )
         out.append(
             f"    release     {release if release is not None else '-'}, mode "
             f"{current.get('mode', '-')}, image {current.get('image', '-')}"

@@ -129,5 +129,6 @@ nvidia_gpus_verified(
     gpu_count=d.gpu_count,
     gpu_min_memory_mib=d.gpu_min_memory_mib,
     driver_branch=None if keep else d.nvidia_driver_branch,
+    replicas=d.replicas_per_box,
 )
 nvidia_compute_present(name="The driver's compute pieces: nvidia-smi, libcuda, NVML, persistenced")

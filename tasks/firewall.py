@@ -7,7 +7,7 @@
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit import distribution, fleet
+from laguna_kit import distribution, fleet, replicas
 from laguna_kit.boxtools.layout import (
     FIREWALL_FILE_PEERS_GLOB,
     FIREWALL_MONITOR_GLOB,
@@ -43,16 +43,20 @@ ports = parse_ports(d.firewall_open_ports)
 fleet_router = fleet.router_of(host.state.inventory) is not None and "gpu" in fleet.roles(host)
 # On the router's host only HAProxy's user may open connections to the boxes' API and agent.
 router_ports = (
-    sorted({int(b.data.get("api_port")) for b in fleet.gpu_hosts(host.state.inventory)})
-    + [d.router_agent_port]
+    replicas.port_values(
+        [r.port for b in fleet.gpu_hosts(host.state.inventory) for r in replicas.of(b)]
+        + [d.router_agent_port]
+    )
     if "router" in fleet.roles(host)
     else []
 )
 # With a monitor in the hosts file, only it (of the tailnet peers) reaches node exporter here, and a
 # GPU box's /metrics on the API port; the monitor host itself scrapes its own over loopback.
 monitor = fleet.monitor_of(host.state.inventory)
+serving = replicas.of(host) if "gpu" in fleet.roles(host) else []
+api_ports = replicas.ports(serving) if serving else str(d.api_port)  # one port per replica
 monitor_ports = (
-    ([d.api_port] if "gpu" in fleet.roles(host) else []) + [d.node_exporter_port]
+    ([api_ports] if serving else []) + [d.node_exporter_port]
     if monitor is not None and "monitor" not in fleet.roles(host)
     else []
 )
@@ -64,7 +68,7 @@ seen = memo.fact(host, Listeners, container=d.container_name, rules=RULES)
 # when the box says nothing.
 ssh_ports = seen["sshd"] or [ssh_port]
 rules = dict(
-    api_port=d.api_port,
+    api_port=api_ports,
     ssh_ports=ssh_ports,
     open_tcp=ports["tcp"],
     open_udp=ports["udp"],
@@ -136,7 +140,7 @@ written = files_synced(
                 kit_dir=d.kit_dir,
                 rules=RULES,
                 every_s=2,
-                stop=[d.unit_name, *KIT_LISTENERS],
+                stop=[*(r.unit for r in serving or replicas.build(d, 1)), *KIT_LISTENERS],
             ),
             f"{SYSTEMD}/{FIREWALL_WATCH}",
             "644",

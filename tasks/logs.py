@@ -3,7 +3,7 @@
 # and each box going down, up or into drain). Reads only.
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes
+from laguna_kit import fleet, knobtypes, replicas
 from laguna_kit.boxtools.layout import ROUTER_UNIT
 from laguna_kit.operations.reports import journal_reported
 
@@ -11,8 +11,7 @@ knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 lines = int(host.data.get("log_lines", 200))
 if "gpu" in fleet.roles(host):
-    journal_reported(
-        name=f"Journal of {host.data.unit_name}", unit=host.data.unit_name, lines=lines
-    )
+    for r in replicas.of(host):  # each replica's unit (replica 1: unit_name)
+        journal_reported(name=f"Journal of {r.unit}", unit=r.unit, lines=lines)
 if "router" in fleet.roles(host):
     journal_reported(name=f"Journal of {ROUTER_UNIT}", unit=ROUTER_UNIT, lines=lines)

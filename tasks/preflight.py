@@ -76,4 +76,5 @@ preflight(
     early_problem="; ".join(problems) or None,
     image_mib=image_mib,
     docker_root=docker_root,
+    replicas=d.replicas_per_box,
 )

@@ -1,8 +1,10 @@
 # `pyinfra inventory.py tasks/rollback.py`: run the previous release again (or one by number:
 # `--data rollback_to=3`), then validate it. Checkpoints and images of older releases are kept.
+# A box with several replicas rolls each back in turn, gated before the next (its own numbers:
+# rollback_to names a release of replica 1; the others go to their previous one).
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes, rolls
+from laguna_kit import fleet, knobtypes, replicas, rolls
 from laguna_kit.operations.releases import release_rolled_back, release_validated
 from laguna_kit.operations.server import deploy_locked
 
@@ -17,25 +19,32 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
 
     rolls.watch(host.state)
     behind_router = fleet.router_of(host.state.inventory) is not None
-    release_rolled_back(
-        name=(
-            # behind a router: one box at a time, each gated before the next is drained, so the
-            # fleet keeps serving; a failed gate stops the boxes after it
-            f"{rolls.GATE_OP} after rolling back, one box at a time"
-            if behind_router
-            else "Roll back to the previous release"
-            if host.data.get("rollback_to") is None
-            else f"Roll back to release {host.data.rollback_to}"
-        ),
-        kit_dir=host.data.kit_dir,
-        unit=host.data.unit_name,
-        to=host.data.get("rollback_to"),
-        gated=behind_router,
-        _serial=behind_router,
-    )
-    release_validated(
-        name=f"{rolls.GATE_OP} on the restored release",
-        kit_dir=host.data.kit_dir,
-        unit=host.data.unit_name,
-        auto_rollback=False,
-    )
+    serving = replicas.of(host)
+    for r in serving:
+        # behind a router, or beside another replica: one at a time, each gated before the next
+        # is drained, so the fleet (the box) keeps serving; a failed gate stops the ones after it
+        gated = behind_router or len(serving) > 1
+        to = host.data.get("rollback_to") if r.number == 1 else None
+        label = f" ({r.label})" if len(serving) > 1 else ""
+        release_rolled_back(
+            name=(
+                f"{rolls.GATE_OP} after rolling back, one box at a time{label}"
+                if gated
+                else "Roll back to the previous release"
+                if to is None
+                else f"Roll back to release {to}"
+            ),
+            kit_dir=host.data.kit_dir,
+            unit=r.unit,
+            to=to,
+            gated=gated,
+            state_dir=r.state_dir,
+            _serial=behind_router,
+        )
+        release_validated(
+            name=f"{rolls.GATE_OP} on the restored release{label}",
+            kit_dir=host.data.kit_dir,
+            unit=r.unit,
+            auto_rollback=False,
+            state_dir=r.state_dir,
+        )

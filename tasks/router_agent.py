@@ -8,7 +8,7 @@ import json
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit import fleet
+from laguna_kit import fleet, replicas
 from laguna_kit.boxtools.layout import (
     FIREWALL_PEERS,
     FIREWALL_RULES,
@@ -24,12 +24,17 @@ d = host.data
 SOCKET = "laguna-router-agent.socket"
 UNIT_FILES = [f"{UNIT_DIR}/{SOCKET}", f"{UNIT_DIR}/laguna-router-agent@.service"]
 if fleet.router_of(host.state.inventory) is not None:
-    agent = {  # read by laguna_release.py before it restarts the serving unit
-        "api_port": d.api_port,
-        "socket": SOCKET,
-        "drain_timeout_s": d.router_drain_timeout_s,
-        "check_interval_ms": d.router_check_interval_ms,
-    }
+    serving = replicas.of(host)
+
+    def agent(r):  # read by laguna_release.py before it restarts the replica's unit
+        return {
+            "api_port": r.port,
+            "socket": SOCKET,
+            "drain_timeout_s": d.router_drain_timeout_s,
+            "check_interval_ms": d.router_check_interval_ms,
+            "replicas": len(serving),  # the socket answers each replica's check
+        }
+
     units = files_synced(
         name="Router agent: its socket, its answer and the release manager's drain settings",
         files=[
@@ -41,12 +46,19 @@ if fleet.router_of(host.state.inventory) is not None:
             (
                 kit_file(
                     "files/laguna-router-agent@.service.j2",
-                    drain_file=f"{d.kit_dir}/{ROUTER_DRAIN}",
+                    drain_files=[(r.number, f"{r.state_dir}/{ROUTER_DRAIN}") for r in serving],
                 ),
                 UNIT_FILES[1],
                 "644",
             ),
-            ((json.dumps(agent, indent=1) + "\n").encode(), f"{d.kit_dir}/{ROUTER_AGENT}", "644"),
+            *(
+                (
+                    (json.dumps(agent(r), indent=1) + "\n").encode(),
+                    f"{r.state_dir}/{ROUTER_AGENT}",
+                    "644",
+                )
+                for r in serving
+            ),
         ],
     )
     server.shell(
@@ -68,4 +80,5 @@ else:
         unit_files=UNIT_FILES,
         peers_file=FIREWALL_PEERS,
         socket_unit=SOCKET,
+        state_dirs=[r.state_dir for r in replicas.of(host)],
     )

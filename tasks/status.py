@@ -1,9 +1,9 @@
 # `pyinfra inventory.py tasks/status.py`: unit state, release, digest, GPU memory, endpoint health,
 # last gate result, the running release's figures beside the recipe's, a drain at the fleet
-# router; on the router: each box as the router sees it. Reads only.
+# router; on the router: each box as the router sees it. Reads only. One report per replica.
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes
+from laguna_kit import fleet, knobtypes, replicas
 from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_UNIT
 from laguna_kit.operations.reports import router_reported, serving_reported
 from laguna_kit.profiles import profile_of
@@ -11,13 +11,16 @@ from laguna_kit.profiles import profile_of
 knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):
-    serving_reported(
-        name="Serving status",
-        kit_dir=host.data.kit_dir,
-        unit=host.data.unit_name,
-        port=host.data.api_port,
-        recipe={"decode_tok_s": profile_of(host.data).get("recipe_decode_tok_s")},
-    )
+    serving = replicas.of(host)
+    for r in serving:
+        serving_reported(
+            name="Serving status" + (f" ({r.label}, GPUs {r.devices})" if len(serving) > 1 else ""),
+            kit_dir=host.data.kit_dir,
+            unit=r.unit,
+            port=r.port,
+            recipe={"decode_tok_s": profile_of(host.data).get("recipe_decode_tok_s")},
+            state_dir=r.state_dir,
+        )
 if "router" in fleet.roles(host):
     router_reported(
         name="Router status",

@@ -2,7 +2,7 @@
 # tailnet, the router's, the release and its gate's figures beside the recipe's), read now.
 from pyinfra import host, logger
 
-from laguna_kit import fleet
+from laguna_kit import fleet, replicas
 from laguna_kit.operations.reports import deploy_summarized
 from laguna_kit.profiles import profile_of
 
@@ -33,4 +33,5 @@ deploy_summarized(
     keys_env=d.router_api_keys_env,
     session_header=d.router_session_header,
     router_outside=router.name if outside else "",
+    replica_ports=[r.port for r in replicas.of(host)] if "gpu" in fleet.roles(host) else None,
 )

@@ -8,6 +8,9 @@ one `pyinfra inventory.py deploy.py`, with real HAProxy from Debian's archive an
 - a `--serial` rolling upgrade of all three boxes, with clients calling the router all along,
   fails no request (the kit drains each box at the router before restarting it), and a re-run
   changes nothing.
+- the third box has 8 GPUs (a rented machine, issue 27): it serves two replicas, each TP4 on its
+  own four cards (the stand-in vLLM refuses a card another server holds, as vLLM does), each a
+  backend of its own at the router, each gated, rolled and rolled back one at a time.
 """
 
 import json
@@ -36,7 +39,8 @@ def tailnet(*cmd, check=False, **kw):
 
 @pytest.fixture(scope="module")
 def fleet(sandbox):
-    boxes = [sandbox.add_box(f"rt{i}") for i in (1, 2, 3)]
+    boxes = [sandbox.add_box(f"rt{i}") for i in (1, 2)]
+    boxes.append(sandbox.add_box("rt3", gpus=boxmod.gpus(boxmod.RTX_3090, 8)))
     router = sandbox.add_box("rtr", roles=["router"])
     first = run_deploy(sandbox, [*boxes, router], timeout=1500)
     (run_dir() / "router-first-deploy.log").write_text(first.output)
@@ -116,6 +120,25 @@ def test_fleet_deploys_in_one_run_and_needs_a_key(fleet):
     assert first.ok, first.explain()
     for b in boxes:
         assert server_state(router, b.name) == "UP", metrics(router)
+    eight = boxes[2]
+    assert server_state(router, f"{eight.name}-r2") == "UP", metrics(router)
+    assert server_state(router, f"{boxes[0].name}-r2") == "ABSENT"  # four cards: one replica
+    # two containers on their own cards and ports, each release gated
+    env = {
+        name: eight.run(
+            f"docker inspect -f '{{{{range .Config.Env}}}}{{{{println .}}}}{{{{end}}}}' {name}"
+        ).stdout
+        for name in ("vllm-laguna", "vllm-laguna-2")
+    }
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3\n" in env["vllm-laguna"], env
+    assert "CUDA_VISIBLE_DEVICES=4,5,6,7\n" in env["vllm-laguna-2"], env
+    for port, state in ((8080, "/opt/laguna-kit"), (8081, "/opt/laguna-kit/replicas/2")):
+        health = eight.run(f"curl -sf -m 5 http://127.0.0.1:{port}/health", check=False)
+        assert health.returncode == 0, port
+        gate = json.loads(eight.run(f"cat {state}/state/last-gate.json").stdout)
+        assert gate["passed"] and gate["url"] == f"http://127.0.0.1:{port}/v1", gate
+        assert gate["long_context"]["prompt_tokens"] >= 190000, gate
+    assert "stay idle" not in first.output
     # The run's summary: each box's endpoint and the fleet's (issue 25).
     for b in boxes:
         assert f"endpoint    http://{b.tailnet_v4}:{KNOBS['api_port']}/v1" in first.output
@@ -138,8 +161,9 @@ def test_fleet_deploys_in_one_run_and_needs_a_key(fleet):
 def test_a_box_answers_the_router_alone(fleet):
     boxes, router, _ = fleet
     for b in boxes:
-        # another tailnet peer, and off the tailnet: no answer on the API or the agent port
-        for port in (KNOBS["api_port"], KNOBS["router_agent_port"]):
+        # another tailnet peer, and off the tailnet: no answer on the API or the agent port (nor
+        # on the second replica's port of the 8-GPU box)
+        for port in (KNOBS["api_port"], KNOBS["api_port"] + 1, KNOBS["router_agent_port"]):
             assert not tcp_answers(b.tailnet_v4, port), f"{b.name}:{port} answers a tailnet peer"
             assert not tcp_answers(b.address, port, ns=None), f"{b.name}:{port} answers off it"
         # the router's HAProxy (its user) reaches the box's API and its agent
@@ -332,7 +356,14 @@ def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
     boxes, router, _ = fleet
     for b in boxes:
         b.run(f"echo '{PACED}' > {FAULTS}")
-    before = {b.name: b.run("cat /opt/laguna-kit/releases/state.json").stdout for b in boxes}
+    # every replica's releases: the 8-GPU box's second under replicas/2
+    states = {b.name: ["/opt/laguna-kit"] for b in boxes}
+    states[boxes[2].name].append("/opt/laguna-kit/replicas/2")
+
+    def releases(b):
+        return [b.run(f"cat {d}/releases/state.json").stdout for d in states[b.name]]
+
+    before = {b.name: releases(b) for b in boxes}
     # (the pace keeps requests in flight through every restart; the gate's benchmark would
     # measure it and, rightly, refuse releases 25 times slower than the first: not this drill)
     roll_data = {"container_extra_env": {"LAGUNA_ROLL": "2"}, "gate_bench_tokens": 0}
@@ -343,9 +374,13 @@ def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
     )
     assert roll.ok, roll.explain()
     for b in boxes:
-        after = b.run("cat /opt/laguna-kit/releases/state.json").stdout
-        assert after != before[b.name], f"{b.name} was not restarted: the test proves nothing"
-        assert b.run("test -e /opt/laguna-kit/router-drain", check=False).returncode == 1
+        for d, was, now in zip(states[b.name], before[b.name], releases(b)):
+            assert now != was, f"{b.name} {d} was not restarted: the test proves nothing"
+            assert b.run(f"test -e {d}/router-drain", check=False).returncode == 1
+    # the 8-GPU box's replicas restarted one after the other, never both drained at once
+    assert roll.output.index("replica 1 before the next replica restarts") < roll.output.index(
+        "Serving release (champion) is the running one on replica 2"
+    ), roll.explain()
     assert len(results) > 50 and not failed, failed[:5]
     again = deploy([*boxes, router], data=roll_data)
     assert again.ok and again.changed() == [], again.changed()
@@ -358,7 +393,10 @@ def test_a_fleet_rollback_goes_one_box_at_a_time_and_fails_no_request(fleet, dep
     """tasks/rollback.py behind a router: each box drained, rolled back and gated before the next
     is touched (never every box drained at once)."""
     boxes, router, _ = fleet
+    replica2 = f"{RELEASE} --unit laguna-vllm-2.service --state-dir /opt/laguna-kit/replicas/2"
+    eight = boxes[2]
     before = {b.name: json.loads(b.run(f"{RELEASE} state --json").stdout) for b in boxes}
+    before_r2 = json.loads(eight.run(f"{replica2} state --json").stdout)
     back, results, failed = under_clients(
         router,
         "fleet rollback",
@@ -370,6 +408,9 @@ def test_a_fleet_rollback_goes_one_box_at_a_time_and_fails_no_request(fleet, dep
         now = json.loads(b.run(f"{RELEASE} state --json").stdout)
         assert now["state"]["current"] == before[b.name]["state"]["previous"], b.name
         assert now["gate"]["passed"] and now["gate"]["release"] == now["state"]["current"]
+    now = json.loads(eight.run(f"{replica2} state --json").stdout)
+    assert now["state"]["current"] == before_r2["state"]["previous"]
+    assert now["gate"]["passed"] and now["gate"]["release"] == now["state"]["current"]
     # (rolled back all at once, every box would be drained together: the router answers 503)
 
 
@@ -415,6 +456,8 @@ def test_a_box_is_removed_and_added_as_deployment_md_says(fleet, deploy):
     removed = deploy([*boxes[:2], router], args=["--limit", "routers"])
     assert removed.ok, removed.explain()
     assert server_state(router, gone.name) == "ABSENT", metrics(router)
+    assert server_state(router, f"{gone.name}-r2") == "ABSENT", metrics(router)
+    assert gone.run("systemctl is-active laguna-vllm-2", check=False).stdout.strip() != "active"
     (ok,) = client(router, "--count", "1", "--key", ROUTER_KEYS[0])
     assert ok["status"] == 200, ok
     alone = deploy([*boxes, router], args=["--limit", gone.name])
@@ -426,4 +469,5 @@ def test_a_box_is_removed_and_added_as_deployment_md_says(fleet, deploy):
     added = deploy([*boxes, router], args=["--limit", gone.name, "--limit", "routers"])
     assert added.ok, added.explain()
     assert state_within(router, gone.name, "UP", 15), metrics(router)
+    assert state_within(router, f"{gone.name}-r2", "UP", 15), metrics(router)
     assert "was not in this run" not in added.output

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -301,6 +302,7 @@ def slower_check(perf: dict, baseline: dict | None, ratio: float, force: bool) -
 def run_gate(args) -> dict:
     result = {
         "release": args.release,
+        "url": args.url,  # which endpoint (a box's replicas each have their own port)
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "started_unix": round(time.time(), 3),
         "passed": False,
@@ -393,12 +395,13 @@ def main(argv=None) -> int:
     p.add_argument(
         "--kit-dir", help="on a box: take the URL and every gate parameter from the current release"
     )
+    p.add_argument("--state-dir", help="with --kit-dir: a replica's own releases")
     p.add_argument("--result", help="write the JSON result here")
     args = p.parse_args(argv)
     if args.kit_dir:
         from .release import Releases  # the release manager reads its own layout
 
-        rel = Releases(args.kit_dir, args.unit or "")
+        rel = Releases(args.kit_dir, args.unit or "", args.state_dir)
         current = rel.current_meta()
         if not (current.get("spec") or {}).get("gate"):
             log(f"GATE FAILED: no current release to validate under {args.kit_dir}")
@@ -411,6 +414,7 @@ def main(argv=None) -> int:
             args.baseline = rel.perf_baseline(args.release)
     result = run_gate(args)
     if args.result:
+        os.makedirs(os.path.dirname(args.result) or ".", exist_ok=True)  # a new replica's first
         with open(args.result, "w") as fh:
             json.dump(result, fh, indent=1)
     print(json.dumps(result))

@@ -37,6 +37,7 @@ ROUTER_USER = "haproxy"  # the user Debian's and Ubuntu's haproxy package runs i
 ROUTER_ADMIN_SOCKET = "/run/laguna-router/admin.sock"  # its runtime API
 ROUTER_CONFIG = "/etc/laguna-kit/haproxy.cfg"  # the kit's own (the distribution's is left alone)
 ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits
+REPLICAS = "replicas"  # under kit_dir: replica n > 1's own state folder, replicas/<n>
 
 
 def releases_dir(kit_dir: str) -> str:

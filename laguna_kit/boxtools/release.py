@@ -42,7 +42,15 @@ import sys
 import time
 
 from . import revisions
-from .layout import ROUTER_AGENT, ROUTER_DRAIN, STASH, UNIT_DIR, gate_result, releases_dir
+from .layout import (
+    REPLICAS,
+    ROUTER_AGENT,
+    ROUTER_DRAIN,
+    STASH,
+    UNIT_DIR,
+    gate_result,
+    releases_dir,
+)
 
 
 class ReleaseError(Exception):
@@ -50,9 +58,12 @@ class ReleaseError(Exception):
 
 
 class Releases:
-    def __init__(self, kit_dir: str, unit: str):
-        self.kit_dir = kit_dir
-        self.root = releases_dir(kit_dir)
+    def __init__(self, kit_dir: str, unit: str, state_dir: str | None = None):
+        self.kit_dir = kit_dir  # the box tools and their venv
+        # this replica's releases, last gate, router agent settings and drain marker (replica 1:
+        # kit_dir itself; laguna_kit/replicas.py)
+        self.state_dir = state_dir or kit_dir
+        self.root = releases_dir(self.state_dir)
         self.unit = unit
         self.state_path = os.path.join(self.root, "state.json")
 
@@ -110,7 +121,9 @@ class Releases:
             except (OSError, ValueError):
                 return {}
 
-        kept_specs = [spec(n) for n in numbers if n in kept]
+        # Replicas share the box's images and checkpoint revisions: what any release of another
+        # replica names stays too.
+        kept_specs = [spec(n) for n in numbers if n in kept] + self.sibling_specs()
         kept_revisions = {
             (c["dest"], c["revision"]) for sp in kept_specs for c in sp.get("checkpoints") or []
         }
@@ -145,6 +158,23 @@ class Releases:
             "images": sorted(images_gone & present),
         }
 
+    def sibling_specs(self) -> list[dict]:
+        """The release specs of this box's other replicas (replica 1 under kit_dir, replica n
+        under kit_dir/replicas/n)."""
+        roots = [releases_dir(self.kit_dir)]
+        extra = os.path.join(self.kit_dir, REPLICAS)
+        if os.path.isdir(extra):
+            roots += [releases_dir(os.path.join(extra, n)) for n in sorted(os.listdir(extra))]
+        specs = []
+        for root in roots:
+            if os.path.realpath(root) == os.path.realpath(self.root) or not os.path.isdir(root):
+                continue
+            for n in os.listdir(root):
+                meta = read_json(os.path.join(root, n, "release.json")) if n.isdigit() else None
+                if meta:
+                    specs.append(meta.get("spec") or {})
+        return specs
+
     def prune(self, keep: int) -> dict:
         plan = self.prune_plan(keep)
         for folder in plan["revisions"]:
@@ -165,7 +195,7 @@ class Releases:
     def snapshot(self) -> dict:
         """What the deploy needs to judge this box: state, current release, last gate, unit."""
         try:
-            with open(gate_result(self.kit_dir)) as fh:
+            with open(gate_result(self.state_dir)) as fh:
                 gate = json.load(fh)
         except (OSError, ValueError):
             gate = {}
@@ -199,10 +229,10 @@ class Releases:
 
     # --- the fleet router's view of this box (laguna-router-agent.socket answers from the marker)
     def agent(self) -> dict | None:
-        return read_json(os.path.join(self.kit_dir, ROUTER_AGENT))
+        return read_json(os.path.join(self.state_dir, ROUTER_AGENT))
 
     def drained(self) -> dict | None:
-        return read_json(os.path.join(self.kit_dir, ROUTER_DRAIN))
+        return read_json(os.path.join(self.state_dir, ROUTER_DRAIN))
 
     def drain(self, reason: str, by: str = "kit") -> None:
         """Ask the router for no new requests and wait until it has asked since and the running
@@ -215,12 +245,14 @@ class Releases:
             self.mark_drained(reason, by)
         if before is None:
             # Each agent check is one accepted connection: two after the marker, and the router
-            # has seen "drain" (a check may have read the file just before it was written).
+            # has seen "drain" (a check may have read the file just before it was written). The
+            # socket answers for every replica of the box: two rounds of all their checks.
             interval = agent.get("check_interval_ms", 1000) / 1000
+            need = 2 * int(agent.get("replicas") or 1)
             start, deadline = accepted(agent["socket"]), time.monotonic() + max(5, 4 * interval)
-            while accepted(agent["socket"]) < start + 2 and time.monotonic() < deadline:
+            while accepted(agent["socket"]) < start + need and time.monotonic() < deadline:
                 time.sleep(0.1)
-            if accepted(agent["socket"]) < start + 2:
+            if accepted(agent["socket"]) < start + need:
                 say("the fleet router did not ask this box's agent (down?): not waiting for it")
         deadline = time.monotonic() + agent.get("drain_timeout_s", 300)
         busy = in_flight(agent["api_port"])
@@ -232,10 +264,10 @@ class Releases:
 
     def mark_drained(self, reason: str, by: str = "kit") -> None:
         marker = {"by": by, "reason": reason, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        tmp = os.path.join(self.kit_dir, ROUTER_DRAIN + ".tmp")
+        tmp = os.path.join(self.state_dir, ROUTER_DRAIN + ".tmp")
         with open(tmp, "w") as fh:
             json.dump(marker, fh)
-        os.replace(tmp, os.path.join(self.kit_dir, ROUTER_DRAIN))
+        os.replace(tmp, os.path.join(self.state_dir, ROUTER_DRAIN))
 
     def undrain(self, by: str = "kit") -> None:
         """End the kit's drain (or with by="operator", any drain)."""
@@ -249,7 +281,7 @@ class Releases:
             )
             return
         try:
-            os.remove(os.path.join(self.kit_dir, ROUTER_DRAIN))
+            os.remove(os.path.join(self.state_dir, ROUTER_DRAIN))
         except FileNotFoundError:
             pass
 
@@ -460,7 +492,7 @@ class Releases:
 
     def record_perf(self) -> None:
         """After a passing gate: the release's figures, kept with it (the first pass only)."""
-        result = read_json(gate_result(self.kit_dir)) or {}
+        result = read_json(gate_result(self.state_dir)) or {}
         n = result.get("release")
         if result.get("passed") and n in self.numbers() and self.perf(n) is None:
             rec = dict(result.get("perf") or {}, release=n, time=result.get("time"))
@@ -474,10 +506,12 @@ class Releases:
             f"{self.kit_dir}/bin/laguna_gate.py",
             "--kit-dir",
             self.kit_dir,
+            "--state-dir",
+            self.state_dir,
             "--unit",
             self.unit,
             "--result",
-            gate_result(self.kit_dir),
+            gate_result(self.state_dir),
         ] + (["--force-slower"] if force_slower else [])
         passed = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
         if passed:
@@ -597,6 +631,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kit-dir", default="/opt/laguna-kit")
     p.add_argument("--unit", default="laguna-vllm.service")
+    p.add_argument("--state-dir", help="a replica's own releases (default: --kit-dir)")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list")
     st = sub.add_parser("state")
@@ -618,7 +653,7 @@ def main(argv=None) -> int:
         "--force-slower", action="store_true", help="accept a release slower than the last one"
     )
     args = p.parse_args(argv)
-    rel = Releases(args.kit_dir, args.unit)
+    rel = Releases(args.kit_dir, args.unit, args.state_dir)
     try:
         if args.cmd == "list":
             print("\n".join(listing(rel)))

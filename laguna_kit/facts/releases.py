@@ -28,9 +28,10 @@ class ReleaseState(FactBase):
             "unit_drift": [],
         }
 
-    def command(self, kit_dir, unit):
+    def command(self, kit_dir, unit, state_dir=None):
         launcher = shlex.quote(f"{kit_dir}/bin/laguna_release.py")
-        return f"if [ -x {launcher} ]; then {release_command(kit_dir, unit, 'state', '--json')}; fi"
+        state = release_command(kit_dir, unit, "state", "--json", state_dir=state_dir)
+        return f"if [ -x {launcher} ]; then {state}; fi"
 
     def process(self, output):
         return dict(self.default(), **sections.load_json(output))

@@ -9,7 +9,7 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from .. import fleet, monitoring
+from .. import fleet, monitoring, replicas
 from ..boxtools.layout import MONITOR_DIR
 from .files import files_synced
 from .router import peers_synced
@@ -89,7 +89,14 @@ def monitor_configured(knobs: dict, router_key: str | None):
             continue
         name = fleet.server_name(h.name)
         if "gpu" in fleet.roles(h):
-            boxes.append({"name": name, "address": address, "api_port": int(h.data.api_port)})
+            boxes.append(
+                {
+                    "name": name,
+                    "address": address,
+                    "api_port": int(h.data.api_port),
+                    "ports": [r.port for r in replicas.of(h)],
+                }
+            )
         else:
             others.append({"name": name, "address": address})
     r = fleet.router_of(inventory)

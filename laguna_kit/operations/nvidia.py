@@ -88,7 +88,11 @@ def nvidia_smi_settled(settle_s: int) -> dict:
 
 @operation()
 def nvidia_gpus_verified(
-    gpu_count: int, gpu_min_memory_mib: int, driver_branch: str, settle_s: int = 180
+    gpu_count: int,
+    gpu_min_memory_mib: int,
+    driver_branch: str,
+    settle_s: int = 180,
+    replicas: int = 0,
 ):
     """
     After the driver is in: nvidia-smi must see the GPUs the pre-flight counted, with their memory.
@@ -97,6 +101,7 @@ def nvidia_gpus_verified(
     + gpu_min_memory_mib: memory each needs
     + driver_branch: the loaded driver's version must start with it (None: a kept driver)
     + settle_s: how long nvidia-smi may still fail right after a reboot
+    + replicas: replicas_per_box (0: one per gpu_count cards)
 
     **Example:**
 
@@ -118,7 +123,7 @@ def nvidia_gpus_verified(
             "kernel?), `journalctl -k | grep -i nvidia` (a module refused: Secure Boot needs an "
             "enrolled MOK, `mokutil --sb-state`) and TROUBLESHOOTING.md"
         )
-    problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib)
+    problems = hardware.gpu_problems(smi["gpus"], gpu_count, gpu_min_memory_mib, replicas)
     versions = {g.driver_version for g in smi["gpus"]}
     wrong = [v for v in versions if driver_branch and not v.startswith(f"{driver_branch}.")]
     if wrong:

@@ -4,30 +4,41 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 
 from pyinfra import host, logger
 from pyinfra.api import FileUploadCommand, FunctionCommand, OperationError, operation
+from pyinfra.facts.files import FindFiles
 
-from .. import rolls
+from .. import replicas, rolls
 from ..boxcli import release_command, transient
+from ..boxtools.layout import UNIT_DIR
 from ..facts import memo
 from ..facts.docker import DockerImage
 from ..facts.releases import ReleaseState
 from ..profiles import render_release
 
 
+def replica_state(kit_dir: str, state_dir: str | None) -> dict:
+    """The state_dir argument of the release manager and its fact, for a replica past the first
+    (replica 1's calls, whose state is kit_dir's, stay as they were)."""
+    return {"state_dir": state_dir} if state_dir and state_dir != kit_dir else {}
+
+
 @operation()
-def release_deployed(knobs: dict, kit_dir: str, unit: str):
+def release_deployed(knobs: dict, kit_dir: str, unit: str, state_dir: str | None = None):
     """
     A numbered release for the wanted image digest, revisions and flags is the running one.
 
     Nothing happens when the current release already is exactly that; otherwise the box's release
     manager numbers it, installs the unit (daemon-reload only when the file changed) and restarts.
 
-    + knobs: every knob's value for this host (settings.knobs_of(host.data))
+    + knobs: every knob's value for this host (settings.knobs_of(host.data)), as
+      replicas.knobs_for gives them for one replica
     + kit_dir: the kit's folder on the box
     + unit: the serving unit's name
+    + state_dir: a replica's own releases (None: kit_dir, replica 1)
 
     **Example:**
 
@@ -39,7 +50,8 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
     """
     digest = (memo.fact(host, DockerImage, ref=knobs["vllm_image"]) or {}).get("digest")
     spec, unit_text = render_release(knobs, digest)
-    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)
+    own = replica_state(kit_dir, state_dir)
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)
     current = st["current"]
     if current and current.get("spec") == spec:
         # Edited by hand: the next restart would serve flags no release has.
@@ -48,7 +60,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
                 f"{host.name}: the installed {unit} differs from release {current.get('number')}'s "
                 f"(edited on the box?): {'; '.join(st['unit_drift'])}; putting the release's back"
             )
-            yield release_command(kit_dir, unit, "activate", current.get("number"))
+            yield release_command(kit_dir, unit, "activate", current.get("number"), **own)
         elif st["unit"]["active"]:
             host.noop(f"release {current.get('number')} ({spec['mode']}, {digest}) is current")
         else:  # stopped by an operator, or a crash loop systemd gave up on: start; the gate follows
@@ -62,7 +74,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
             f"{host.name}: new release replaces {current.get('number')}: {', '.join(changed)} "
             f"changed"
         )
-    incoming = f"{kit_dir}/releases/incoming"
+    incoming = f"{state_dir or kit_dir}/releases/incoming"
     yield f"rm -rf {incoming} && install -d -m 755 {incoming}"
     yield FileUploadCommand(
         io.StringIO(
@@ -80,7 +92,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str):
         f"{incoming}/release.json",
     )
     yield FileUploadCommand(io.StringIO(unit_text), f"{incoming}/{unit}")
-    yield release_command(kit_dir, unit, "install-incoming")
+    yield release_command(kit_dir, unit, "install-incoming", **own)
 
 
 @operation()
@@ -90,6 +102,7 @@ def release_validated(
     auto_rollback: bool = True,
     keep_releases: int | None = None,
     force_slower: bool = False,
+    state_dir: str | None = None,
 ):
     """
     The current release passed the gate (readiness, smoke, fresh long prompt, DFlash acceptance).
@@ -106,6 +119,7 @@ def release_validated(
     + keep_releases: after a passing gate, remove the releases beyond the newest N and the image
       and checkpoint revisions only they used (never the current release or the one a rollback
       would run; None: keep everything)
+    + state_dir: a replica's own releases (None: kit_dir, replica 1)
 
     **Example:**
 
@@ -114,8 +128,10 @@ def release_validated(
         release_validated(name="Validation gate", kit_dir="/opt/laguna-kit",
         unit="laguna-vllm.service")
     """
-    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)  # afresh: the unit may have moved
-    memo.store(host, ReleaseState, st, kit_dir=kit_dir, unit=unit)  # the summary reads it again
+    own = replica_state(kit_dir, state_dir)
+    # afresh: the unit may have moved
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)
+    memo.store(host, ReleaseState, st, kit_dir=kit_dir, unit=unit, **own)  # the summary reads it
     current = (st["state"] or {}).get("current")
     gate, since = st["gate"] or {}, st["unit"]["since"]
     # A pass proves only the run it tested: a restart since (crash, reboot, operator) needs a new
@@ -136,7 +152,7 @@ def release_validated(
                 f"{host.name}: drained at the fleet router by an interrupted run "
                 f"({drain.get('reason')}), and release {current} passed the gate: undraining"
             )
-            yield release_command(kit_dir, unit, "undrain", "--kit")
+            yield release_command(kit_dir, unit, "undrain", "--kit", **own)
             return
         host.noop(f"release {current} passed the gate at {gate.get('time')}")
         return
@@ -147,14 +163,23 @@ def release_validated(
         "validate",
         *(["--auto-rollback"] if auto_rollback else []),
         *(["--force-slower"] if force_slower else []),
+        **own,
     )
     if keep_releases:  # only after a pass: what the release that serves needs is kept
-        validate += " && " + release_command(kit_dir, unit, "prune", "--keep", int(keep_releases))
+        validate += " && " + release_command(
+            kit_dir, unit, "prune", "--keep", int(keep_releases), **own
+        )
     yield transient("laguna-validate", validate)
 
 
 @operation(is_idempotent=False)
-def release_rolled_back(kit_dir: str, unit: str, to: int | None = None, gated: bool = False):
+def release_rolled_back(
+    kit_dir: str,
+    unit: str,
+    to: int | None = None,
+    gated: bool = False,
+    state_dir: str | None = None,
+):
     """
     Activate the previous release (or release `to`) with the box's release manager.
 
@@ -164,6 +189,7 @@ def release_rolled_back(kit_dir: str, unit: str, to: int | None = None, gated: b
     + gated: run the gate right after, in the same operation (a fleet behind a router rolls back
       one box at a time with `_serial=True`: each box drained, restarted and gated before the
       next is touched); a box whose gate failed stops the boxes after it
+    + state_dir: a replica's own releases (None: kit_dir, replica 1)
 
     **Example:**
 
@@ -171,14 +197,17 @@ def release_rolled_back(kit_dir: str, unit: str, to: int | None = None, gated: b
 
         release_rolled_back(name="Roll back", kit_dir="/opt/laguna-kit", unit="laguna-vllm.service")
     """
-    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit)["state"] or {}
+    own = replica_state(kit_dir, state_dir)
+    st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)["state"] or {}
     if st.get("current") is None:
         raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
     if gated:
         yield FunctionCommand(lambda state, host: refuse_after_a_failed_gate(state, host), (), {})
-    yield release_command(kit_dir, unit, "rollback", *(["--to", int(to)] if to is not None else []))
+    yield release_command(
+        kit_dir, unit, "rollback", *(["--to", int(to)] if to is not None else []), **own
+    )
     if gated:
-        yield transient("laguna-validate", release_command(kit_dir, unit, "validate"))
+        yield transient("laguna-validate", release_command(kit_dir, unit, "validate", **own))
 
 
 def refuse_after_a_failed_gate(state, host) -> None:
@@ -218,3 +247,41 @@ def roll_unbroken():
         raise OperationError(why)
     host.noop("no gate failed earlier in this run")
     yield from ()
+
+
+@operation()
+def replicas_retired(kit_dir: str, unit: str, keep: int):
+    """
+    The box serves no replica past `keep`: a unit `<unit>-n.service` (n > keep) left from when
+    the box had more cards, or a larger replicas_per_box, is drained, stopped, disabled and its
+    unit file removed. Its releases stay on disk (kit_dir/replicas/n), as a stopped box's do.
+
+    + kit_dir: the kit's folder on the box
+    + unit: replica 1's unit (unit_name)
+    + keep: how many replicas the box serves now
+
+    **Example:**
+
+    .. code:: python
+
+        replicas_retired(name="No extra replica", kit_dir="/opt/laguna-kit",
+                         unit="laguna-vllm.service", keep=1)
+    """
+    stem = unit.removesuffix(".service")
+    found = host.get_fact(FindFiles, path=UNIT_DIR, maxdepth=1, fname=f"{stem}-*.service") or []
+    extra = []
+    for path in found:
+        m = re.fullmatch(re.escape(f"{UNIT_DIR}/{stem}-") + r"([2-9]|[1-9][0-9]+)\.service", path)
+        if m and int(m.group(1)) > keep:
+            extra.append(int(m.group(1)))
+    if not extra:
+        host.noop(f"{keep} replica(s), no unit of another")
+        return
+    for n in sorted(extra):
+        name = replicas.suffixed(unit, n)
+        logger.warning(f"{host.name}: retiring replica {n} ({name}): the box serves {keep} now")
+        stop = release_command(kit_dir, name, "stop", state_dir=replicas.state_dir(kit_dir, n))
+        q = shlex.quote(name)
+        yield f"{stop} || systemctl stop {q}; systemctl disable --quiet {q} 2>/dev/null; true"
+        yield f"rm -f {shlex.quote(f'{UNIT_DIR}/{name}')}"
+    yield "systemctl daemon-reload"

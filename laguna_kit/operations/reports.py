@@ -14,6 +14,7 @@ from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
 from ..facts.router import RouterStatus
+from .releases import replica_state
 
 FIREWALL_PROBLEMS = {
     "missing": "the kit's firewall table inet laguna_kit is MISSING: the API and vLLM's other "
@@ -95,7 +96,12 @@ def download_lines(records: list[dict]) -> list[str]:
 
 @operation()
 def serving_reported(
-    kit_dir: str, unit: str, port: int, rules: str = FIREWALL_RULES, recipe: dict | None = None
+    kit_dir: str,
+    unit: str,
+    port: int,
+    rules: str = FIREWALL_RULES,
+    recipe: dict | None = None,
+    state_dir: str | None = None,
 ):
     """
     Log unit state, release, digest, GPU memory, endpoint health, the last gate result, the
@@ -108,6 +114,7 @@ def serving_reported(
     + rules: the kit's firewall rules file
     + recipe: the recipe's figures for the serving mode (``decode_tok_s``), shown beside the
       release's
+    + state_dir: a replica's own releases (None: kit_dir, replica 1)
 
     **Example:**
 
@@ -118,7 +125,9 @@ def serving_reported(
     """
     lines = serving_lines(
         host.get_fact(ServingStatus, unit=unit, port=port),
-        host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit),
+        host.get_fact(
+            ReleaseState, kit_dir=kit_dir, unit=unit, **replica_state(kit_dir, state_dir)
+        ),
         unit,
         recipe,
     )
@@ -209,6 +218,7 @@ def deploy_summarized(
     keys_env: str = "",
     session_header: str = "",
     router_outside: str = "",
+    replica_ports: list[int] | None = None,
 ):
     """
     Read, at the end of the run, what the deploy's summary shows for this host (laguna_kit/
@@ -222,6 +232,7 @@ def deploy_summarized(
     + recipe: the recipe's figures for the mode ({"gate_prompt_tokens", "gate_s", "decode_tok_s"})
     + keys_env, session_header: named in the router's line
     + router_outside: the router's host name when it is not in this run ("": it is, or none)
+    + replica_ports: every replica's API port, replica 1's first (None: one replica)
 
     **Example:**
 
@@ -247,6 +258,7 @@ def deploy_summarized(
         "recipe": recipe,
         "keys_env": keys_env,
         "session_header": session_header,
+        "replica_ports": list(replica_ports or []),
     }
     if record["gpu"]:
         st = memo.fact(host, ReleaseState, kit_dir=kit_dir, unit=unit)

@@ -11,7 +11,7 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from .. import fleet
+from .. import fleet, replicas
 from ..boxcli import tool_command
 from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN
 from ..facts.files import FileHashes
@@ -20,8 +20,8 @@ from .files import files_synced, kit_file
 
 
 def backends(inventory) -> list[dict]:
-    """The GPU boxes of the hosts file as HAProxy servers, by their tailnet IPv4 address now; a
-    box not on the tailnet yet is left out (named)."""
+    """The GPU boxes of the hosts file as HAProxy servers (one per replica), by their tailnet IPv4
+    address now; a box not on the tailnet yet is left out (named)."""
     out = []
     for box in fleet.gpu_hosts(inventory):
         ips = fleet.tailnet_ips(box)
@@ -33,14 +33,19 @@ def backends(inventory) -> list[dict]:
             )
             continue
         d = box.data
-        out.append(
-            {
-                "name": fleet.server_name(box.name),
-                "address": v4[0],
-                "port": int(d.get("api_port")),
-                "maxconn": fleet.max_seqs(d),
-            }
-        )
+        for r in replicas.of(box):
+            out.append(
+                {
+                    # replica 1 keeps the box's name (a one-replica box's server as before)
+                    "name": fleet.server_name(box.name)
+                    + ("" if r.number == 1 else f"-r{r.number}"),
+                    "address": v4[0],
+                    "port": r.port,
+                    "maxconn": fleet.max_seqs(d),
+                    # the box's agent answers for the replica the check names
+                    "replica": r.number,
+                }
+            )
     return out
 
 
@@ -202,7 +207,13 @@ def peers_synced(kit_dir, rules, peers_file, other, role: str, what: str):
 
 
 @operation()
-def router_agent_removed(kit_dir: str, unit_files: list[str], peers_file: str, socket_unit: str):
+def router_agent_removed(
+    kit_dir: str,
+    unit_files: list[str],
+    peers_file: str,
+    socket_unit: str,
+    state_dirs: list[str] | None = None,
+):
     """
     A GPU box no longer behind a router (the hosts file has none): its agent stops listening, the
     release manager stops draining before restarts, and the router's addresses leave the firewall
@@ -212,8 +223,12 @@ def router_agent_removed(kit_dir: str, unit_files: list[str], peers_file: str, s
     + unit_files: the agent's socket and service unit files
     + peers_file: the router's addresses for the firewall
     + socket_unit: the agent's socket unit
+    + state_dirs: the box's replicas' state folders (None: kit_dir alone)
     """
-    kit_files = [f"{kit_dir}/{ROUTER_AGENT}", f"{kit_dir}/{ROUTER_DRAIN}", peers_file]
+    kit_files = [
+        *(f"{s}/{name}" for s in state_dirs or [kit_dir] for name in (ROUTER_AGENT, ROUTER_DRAIN)),
+        peers_file,
+    ]
     present = sorted(host.get_fact(FileHashes, paths=[*unit_files, *kit_files]))
     if not present:
         host.noop("no router agent on this box")

@@ -34,6 +34,7 @@ def preflight(
     early_problem: str | None = None,
     image_mib: int = 0,
     docker_root: str = "/var/lib/docker",
+    replicas: int = 0,
 ):
     """
     Refuse the box, before anything on it changes, when it cannot serve the champion.
@@ -51,6 +52,7 @@ def preflight(
     + image_need: its CUDA requirement ({"cuda_version", "require"}; None when it could not be read)
     + replace_driver: a working driver too old for the image may be replaced (else refused)
     + driver_source: where the kit's driver would come from (named in the refusal)
+    + replicas: replicas_per_box (0: one per gpu_count cards the box has)
 
     **Example:**
 
@@ -70,8 +72,8 @@ def preflight(
     if box["arch"] != "x86_64":
         problems.append(f"found {box['arch']}, need x86_64")
     gpus, source = gpus_seen()
-    problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib)
-    idle = hardware.idle_gpus(gpus, gpu_count)
+    problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib, replicas)
+    idle = hardware.idle_gpus(gpus, gpu_count, replicas)
     if idle:
         logger.warning(f"{host.name}: {idle}")
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)

@@ -32,7 +32,7 @@ def test_real_h200_output_parses_and_is_refused():
     problems = hardware.gpu_problems(gpus, 4, 24000)
     assert problems == [
         "found 1× NVIDIA H200 (143771 MiB), need 4 GPUs ≥ 24000 MiB each (tensor parallel size 4; "
-        "or a multiple of 4)"
+        "or a multiple of 4, one replica each)"
     ]
 
 
@@ -75,14 +75,24 @@ def test_sysfs_counts_nvidia_display_devices_only():
     assert "memory unknown" in hardware.describe(gpus)
 
 
-def test_a_multiple_of_four_cards_serves_on_the_first_four_and_names_the_idle_ones():
+def test_a_multiple_of_four_cards_serves_one_replica_per_four_unless_told_fewer():
     card = hardware.Gpu("NVIDIA GeForce RTX 3090", 24576)
     assert hardware.gpu_problems([card] * 8, 4, 24000) == []
-    assert hardware.idle_gpus([card] * 8, 4).startswith("8 GPUs: the kit serves one TP4 replica")
-    assert "GPUs 4-7 stay idle" in hardware.idle_gpus([card] * 8, 4)
+    assert hardware.idle_gpus([card] * 8, 4) == ""  # two replicas use all eight
     assert hardware.idle_gpus([card] * 4, 4) == ""
+    # the owner keeps cards 4-7: one replica, named as idle
+    assert hardware.gpu_problems([card] * 8, 4, 24000, replicas=1) == []
+    said = hardware.idle_gpus([card] * 8, 4, replicas=1)
+    assert said.startswith("8 GPUs: the kit serves 1 TP4 replica(s) here, on GPUs 0-3")
+    assert "GPUs 4-7 stay idle (replicas_per_box = 1)" in said
     assert hardware.gpu_problems([card] * 6, 4, 24000) == [
         "found 6× NVIDIA GeForce RTX 3090 (24576 MiB), need 4 GPUs ≥ 24000 MiB each (tensor "
-        "parallel size 4; or a multiple of 4)"
+        "parallel size 4; or a multiple of 4, one replica each: or set replicas_per_box = 1)"
+    ]
+    assert hardware.gpu_problems([card] * 6, 4, 24000, replicas=1) == []
+    assert hardware.gpu_problems([card] * 4, 4, 24000, replicas=2) == [
+        "found 4× NVIDIA GeForce RTX 3090 (24576 MiB), need 8 GPUs ≥ 24000 MiB each for "
+        "replicas_per_box = 2 (tensor parallel size 4 each): set replicas_per_box lower, or 0 for "
+        "as many as the cards hold"
     ]
     assert hardware.gpu_problems([], 4, 24000)  # no card at all is still refused

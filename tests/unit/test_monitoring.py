@@ -43,6 +43,23 @@ def test_every_box_and_exporter_is_scraped_by_its_tailnet_address():
     assert "router" not in [j["job_name"] for j in config(router=False)["scrape_configs"]]
 
 
+def test_each_replica_of_an_eight_card_box_is_scraped_on_its_own_port():
+    cfg = monitoring.prometheus_config(
+        [{"name": "gpu-8", "address": "100.90.1.2", "api_port": 8080, "ports": [8080, 8081]}],
+        None,
+        [],
+        "100.90.9.2",
+        KNOBS,
+        "/etc/laguna-kit/monitor/laguna-alerts.yml",
+        "/etc/laguna-kit/monitor/router-key",
+    )
+    assert job(cfg, "vllm")["static_configs"] == [
+        {"targets": ["100.90.1.2:8080"], "labels": {"box": "gpu-8"}},
+        {"targets": ["100.90.1.2:8081"], "labels": {"box": "gpu-8", "replica": "2"}},
+    ]
+    assert [c["targets"] for c in job(cfg, "node")["static_configs"]] == [["100.90.1.2:9100"]]
+
+
 def test_the_alerts_the_fleet_needs_with_the_knobs_thresholds():
     rules_ = {r["alert"]: r for r in monitoring.alert_rules(KNOBS, True)["groups"][0]["rules"]}
     assert {

@@ -277,4 +277,5 @@ def test_the_firewall_watch_stops_every_kit_listener_that_needs_the_table():
     assert needing <= set(KIT_LISTENERS), needing - set(KIT_LISTENERS)
     assert defaults()["unit_name"] == "laguna-vllm.service"
     task = (KIT_ROOT / "tasks/firewall.py").read_text()
-    assert "stop=[d.unit_name, *KIT_LISTENERS]" in task
+    # every replica's serving unit (replica 1 is unit_name), then the kit's other listeners
+    assert "stop=[*(r.unit for r in serving or replicas.build(d, 1)), *KIT_LISTENERS]" in task

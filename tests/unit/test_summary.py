@@ -51,6 +51,14 @@ def test_a_served_box_shows_its_endpoint_release_and_figures_beside_the_recipes(
     )
 
 
+def test_a_box_with_two_replicas_names_the_second_ones_endpoint():
+    text = "\n".join(summary.lines({"gpu-8": box(replica_ports=[8080, 8081])}, ["gpu-8"]))
+    assert "endpoint    http://100.101.102.103:8080/v1" in text
+    assert "replicas    2 http://100.101.102.103:8081/v1 (each its own release and gate" in text
+    one = "\n".join(summary.lines({"gpu-1": box(replica_ports=[8080])}, ["gpu-1"]))
+    assert "replicas" not in one
+
+
 def test_a_fleet_names_the_routers_endpoint_on_each_box_and_its_own_line():
     records = {
         "gpu-1": box(),

@@ -432,6 +432,47 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+HELD = []  # the open lock files of this server's cards: held while it lives
+
+
+def claim_gpus():
+    """The cards CUDA_VISIBLE_DEVICES gives this server, as vLLM takes them: tensor parallel size
+    N needs N visible cards ("World size (N) is larger than the number of available GPUs"), and
+    each worker takes gpu_memory_utilization of its card, so a second server on a card already
+    taken fails at startup with vLLM's own ValueError (vllm/v1/worker/gpu_worker.py: "Free memory
+    on device (6.92/8.0 GiB) on startup is less than desired GPU memory utilization (0.9, 7.2
+    GiB)"). A card taken = a lock held on /dev/shm/standin-gpu-<index> (the box's /dev/shm, shared
+    by every container run with --ipc=host, as the kit runs them)."""
+    import fcntl
+
+    tp = int(FLAGS.get("tensor-parallel-size", 1))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    cards = [c.strip() for c in visible.split(",") if c.strip()] if visible is not None else None
+    if cards is not None and len(cards) < tp:
+        print(
+            f"ERROR [standin] ValueError: World size ({tp}) is larger than the number of "
+            f"available GPUs ({len(cards)}) in this node.",
+            flush=True,
+        )
+        sys.exit(1)
+    gmu = float(FLAGS.get("gpu-memory-utilization", 0.92))
+    for card in (cards or [str(i) for i in range(tp)])[:tp]:
+        fh = open(f"/dev/shm/standin-gpu-{card}", "w")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print(
+                f"ERROR [standin] ValueError: Free memory on device cuda:{card} (2.95/23.56 GiB) "
+                f"on startup is less than desired GPU memory utilization ({gmu}, "
+                f"{23.56 * gmu:.2f} GiB). Decrease GPU memory utilization or reduce GPU memory "
+                "used by other processes.",
+                flush=True,
+            )
+            sys.exit(1)
+        HELD.append(fh)
+    log(f"GPUs {','.join(cards or [])} (CUDA_VISIBLE_DEVICES), tensor parallel size {tp}")
+
+
 def main():
     # PID 1 in the container ignores SIGTERM unless it asks for it; vLLM shuts down on it.
     signal.signal(signal.SIGTERM, lambda *_: (log("shutting down (SIGTERM)"), os._exit(0)))
@@ -444,6 +485,7 @@ def main():
             )
             sys.exit(1)
     log(f"vLLM API server (standin) args: {json.dumps(sys.argv[1:])}")
+    claim_gpus()
     log(
         f"non-default args: model={MODEL} served_model_name={SERVED} max_model_len={MAX_LEN} "
         f"speculative_config={json.dumps(SPEC)}"
