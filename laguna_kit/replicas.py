@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from pyinfra import logger
 
-from .facts.nvidia import PciGpus
+from .facts import memo
+from .facts.nvidia import NvidiaSmiGpus, PciGpus
 
 MAX_REPLICAS = 8  # a 32-card box at TP4; beyond it a count is a typo, not a machine
 
@@ -57,17 +58,23 @@ def count_for(wanted: int, cards: int | None, gpu_count: int) -> int:
 
 
 def count(h) -> int:
-    """The replicas host `h` serves (its hosts-file data, then its PCI cards: sysfs, read before
-    any driver is in)."""
+    """The replicas host `h` serves: its hosts-file data, else its cards (nvidia-smi's view when
+    the driver answers, read by the pre-flight already; else the PCI bus, before any driver).
+    Counted once per run, so every step and every other host's router or monitor agree."""
     wanted = int(h.data.get("replicas_per_box") or 0)
     if wanted > 0:
         return wanted
+    known = getattr(h, "_laguna_replica_count", None)
+    if known is not None:
+        return known
     try:
-        cards = len(h.get_fact(PciGpus))
+        smi = memo.fact(h, NvidiaSmiGpus)
+        cards = len(smi["gpus"]) if smi.get("ok") else len(h.get_fact(PciGpus))
     except Exception as exc:  # noqa: BLE001 - an unreachable box counts as one replica
         logger.warning(f"{h.name}: cannot count its GPUs ({exc}): taking one replica")
-        cards = 0
-    return count_for(0, cards, int(h.data.get("gpu_count")))
+        return 1
+    h._laguna_replica_count = count_for(0, cards, int(h.data.get("gpu_count")))
+    return h._laguna_replica_count
 
 
 def of(h) -> list[Replica]:

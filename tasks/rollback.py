@@ -1,7 +1,7 @@
 # `pyinfra inventory.py tasks/rollback.py`: run the previous release again (or one by number:
 # `--data rollback_to=3`), then validate it. Checkpoints and images of older releases are kept.
 # A box with several replicas rolls each back in turn, gated before the next (its own numbers:
-# rollback_to names a release of replica 1; the others go to their previous one).
+# rollback_to names a release of replica 1; the others go to their previous one, if they have one).
 from pyinfra import host
 
 from laguna_kit import fleet, knobtypes, replicas, rolls

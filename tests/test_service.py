@@ -135,6 +135,7 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
     second = deploy(b, args=["--debug"])
     assert second.ok and second.changed() == [], second.changed()
     commands = second.stderr.count("Running command on ")
+    print(f"converged re-run: {commands} remote commands")
     assert 0 < commands <= 30, f"{commands} remote commands on a converged re-run"
 
 

@@ -23,7 +23,7 @@ import re
 import subprocess
 import sys
 
-from .layout import gate_result
+from .layout import REPLICAS, gate_result
 from .release import Releases, read_json
 
 MIB = 1 << 20
@@ -168,30 +168,56 @@ def xid_lines(run) -> list[str]:
     return out
 
 
+def replica_dirs(kit_dir: str) -> list[tuple[int, str]]:
+    """(replica number, its state folder): replica 1's is kit_dir, replica n's under replicas/n."""
+    extra = os.path.join(kit_dir, REPLICAS)
+    try:
+        more = sorted(int(n) for n in os.listdir(extra) if n.isdigit() and int(n) > 1)
+    except OSError:
+        more = []
+    return [(1, kit_dir)] + [(n, os.path.join(extra, str(n))) for n in more]
+
+
 def release_lines(kit_dir: str) -> list[str]:
-    rel = Releases(kit_dir, "")  # the release manager reads its own layout
-    meta = rel.current_meta()
-    n = meta.get("number")
-    if not isinstance(n, int):
+    """Each replica's serving release, its last gate and its decode figure (a replica past the
+    first labelled replica="n")."""
+    info, gates, decodes = [], [], []
+    for replica, state_dir in replica_dirs(kit_dir):
+        rel = Releases(kit_dir, "", state_dir)  # the release manager reads its own layout
+        meta = rel.current_meta()
+        n = meta.get("number")
+        if not isinstance(n, int):
+            continue
+        perf = rel.perf(n) or {}
+        gate = read_json(gate_result(state_dir)) or {}
+        ident = labels(
+            {
+                "release": n,
+                "mode": meta.get("mode", ""),
+                **({"replica": replica} if replica > 1 else {}),
+            }
+        )
+        passed = 1 if gate.get("release") == n and gate.get("passed") else 0
+        info.append(f"laguna_release_info{{{ident}}} 1")
+        gates.append(f"laguna_gate_passed{{{ident}}} {passed}")
+        decode = perf.get("decode_tok_s")
+        if isinstance(decode, (int, float)):
+            decodes.append(f"laguna_release_decode_tok_s{{{ident}}} {decode:g}")
+    if not info:
         return []
-    perf = rel.perf(n) or {}
-    gate = read_json(gate_result(kit_dir)) or {}
-    ident = labels({"release": n, "mode": meta.get("mode", "")})
-    passed = 1 if gate.get("release") == n and gate.get("passed") else 0
     out = [
         "# HELP laguna_release_info the serving release and its mode",
         "# TYPE laguna_release_info gauge",
-        f"laguna_release_info{{{ident}}} 1",
+        *info,
         "# HELP laguna_gate_passed 1 when the serving release passed its last gate",
         "# TYPE laguna_gate_passed gauge",
-        f"laguna_gate_passed{{{ident}}} {passed}",
+        *gates,
     ]
-    decode = perf.get("decode_tok_s")
-    if isinstance(decode, (int, float)):
+    if decodes:
         out += [
             "# HELP laguna_release_decode_tok_s the serving release's decode figure from its gate",
             "# TYPE laguna_release_decode_tok_s gauge",
-            f"laguna_release_decode_tok_s{{{ident}}} {decode:g}",
+            *decodes,
         ]
     return out
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,6 +220,7 @@ class Releases:
             "state": self.state() if os.path.exists(self.state_path) else {},
             "current": self.current_meta(),
             "unit_drift": self.unit_drift(),
+            "replica_units": self.replica_units(),
             "gate": gate,
             "perf": self.perf(self.state().get("current")),
             "unit": {
@@ -226,6 +228,17 @@ class Releases:
                 "since": int(since) if since.isdigit() else None,
             },
         }
+
+    def replica_units(self) -> list[str]:
+        """Installed units of this unit's further replicas (`<unit>-n.service`, n > 1): what a
+        box with fewer cards, or a lower replicas_per_box, has to retire."""
+        stem = self.unit.removesuffix(".service")
+        try:
+            names = os.listdir(UNIT_DIR)
+        except OSError:
+            return []
+        pattern = re.compile(re.escape(stem) + r"-([2-9]|[1-9][0-9]+)\.service")
+        return sorted((n for n in names if pattern.fullmatch(n)), key=lambda n: (len(n), n))
 
     # --- the fleet router's view of this box (laguna-router-agent.socket answers from the marker)
     def agent(self) -> dict | None:

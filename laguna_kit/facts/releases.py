@@ -26,6 +26,7 @@ class ReleaseState(FactBase):
             "perf": None,
             "unit": {"active": False, "since": None},
             "unit_drift": [],
+            "replica_units": [],
         }
 
     def command(self, kit_dir, unit, state_dir=None):

@@ -9,7 +9,6 @@ import shlex
 
 from pyinfra import host, logger
 from pyinfra.api import FileUploadCommand, FunctionCommand, OperationError, operation
-from pyinfra.facts.files import FindFiles
 
 from .. import replicas, rolls
 from ..boxcli import release_command, transient
@@ -52,6 +51,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str, state_dir: str | None
     spec, unit_text = render_release(knobs, digest)
     own = replica_state(kit_dir, state_dir)
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)
+    memo.store(host, ReleaseState, st, kit_dir=kit_dir, unit=unit, **own)  # replicas_retired's
     current = st["current"]
     if current and current.get("spec") == spec:
         # Edited by hand: the next restart would serve flags no release has.
@@ -201,6 +201,10 @@ def release_rolled_back(
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)["state"] or {}
     if st.get("current") is None:
         raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
+    if own and to is None and st.get("previous") is None:
+        # a replica the box gained with this kit (or with its cards) has no release before it
+        host.noop(f"{unit} has no earlier release: it serves the one it has")
+        return
     if gated:
         yield FunctionCommand(lambda state, host: refuse_after_a_failed_gate(state, host), (), {})
     yield release_command(
@@ -268,10 +272,11 @@ def replicas_retired(kit_dir: str, unit: str, keep: int):
                          unit="laguna-vllm.service", keep=1)
     """
     stem = unit.removesuffix(".service")
-    found = host.get_fact(FindFiles, path=UNIT_DIR, maxdepth=1, fname=f"{stem}-*.service") or []
+    # replica 1's state, as its release step just read it (no command more on a converged run)
+    found = memo.fact(host, ReleaseState, kit_dir=kit_dir, unit=unit).get("replica_units") or []
     extra = []
-    for path in found:
-        m = re.fullmatch(re.escape(f"{UNIT_DIR}/{stem}-") + r"([2-9]|[1-9][0-9]+)\.service", path)
+    for name in found:
+        m = re.fullmatch(re.escape(f"{stem}-") + r"([2-9]|[1-9][0-9]+)\.service", name)
         if m and int(m.group(1)) > keep:
             extra.append(int(m.group(1)))
     if not extra:

@@ -106,6 +106,26 @@ def test_release_lines_and_a_hostile_label_value(tmp_path):
     assert 'laguna_gate_passed{release="2",mode="x\\"} 1\\nevil{a=\\""} 1' in out
 
 
+def test_each_replica_of_a_box_has_its_release_and_gate_labelled(tmp_path):
+    """An 8-card box: replica 2's release (its own numbers, under replicas/2) and its failed gate
+    are exported too, so the gate alert names it."""
+    kit = tmp_path / "kit"
+    for state, passed in ((kit, True), (kit / "replicas/2", False)):
+        (state / "releases/0001").mkdir(parents=True)
+        (state / "state").mkdir()
+        (state / "releases/state.json").write_text(json.dumps({"current": 1}))
+        (state / "releases/0001/release.json").write_text(
+            json.dumps({"number": 1, "mode": "champion"})
+        )
+        (state / "releases/0001/perf.json").write_text(json.dumps({"decode_tok_s": 250}))
+        (state / "state/last-gate.json").write_text(json.dumps({"release": 1, "passed": passed}))
+    out = gpumetrics.release_lines(str(kit))
+    assert 'laguna_gate_passed{release="1",mode="champion"} 1' in out
+    assert 'laguna_gate_passed{release="1",mode="champion",replica="2"} 0' in out
+    assert 'laguna_release_decode_tok_s{release="1",mode="champion",replica="2"} 250' in out
+    assert sum(line.startswith("# TYPE laguna_gate_passed") for line in out) == 1
+
+
 def test_main_replaces_the_file_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(gpumetrics, "run_command", fake_smi(captured()))
     out = tmp_path / "laguna.prom"

@@ -237,3 +237,54 @@ def test_the_standin_vllm_refuses_cards_another_server_holds(tmp_path):
     finally:
         first.kill()
         first.wait()
+
+
+def test_the_router_gets_a_backend_per_replica_from_each_boxs_cards(monkeypatch):
+    from types import SimpleNamespace
+
+    from laguna_kit import fleet
+    from laguna_kit.facts import memo
+    from laguna_kit.facts.nvidia import NvidiaSmiGpus, PciGpus
+    from laguna_kit.hardware import Gpu
+    from laguna_kit.operations import router
+
+    cards = {"gpu-8": 8, "gpu-4": 4}
+
+    class Box(SimpleNamespace):
+        def get_fact(self, cls):
+            if cls is NvidiaSmiGpus:  # no driver yet: the PCI bus counts
+                return {"ok": False, "gpus": []}
+            assert cls is PciGpus
+            return [Gpu("NVIDIA GeForce RTX 3090", 24576)] * cards[self.name]
+
+    monkeypatch.setattr(memo, "fact", lambda h, cls, **kw: h.get_fact(cls))
+
+    def box(name):
+        return Box(name=name, data=dict(defaults(), laguna_roles=["gpu"]))
+
+    monkeypatch.setattr(fleet, "tailnet_ips", lambda h: ["100.90.1.2", "fd7a:115c:a1e0::1"])
+    servers = router.backends([box("gpu-8"), box("gpu-4")])
+    assert [(s["name"], s["port"], s["replica"]) for s in servers] == [
+        ("gpu-8", 8080, 1),
+        ("gpu-8-r2", 8081, 2),
+        ("gpu-4", 8080, 1),
+    ]
+    # the owner's choice wins over the count of cards
+    capped = box("gpu-8")
+    capped.data["replicas_per_box"] = 1
+    assert [s["name"] for s in router.backends([capped])] == ["gpu-8"]
+
+
+def test_the_release_manager_names_the_units_of_further_replicas(tmp_path, monkeypatch):
+    """What replicas_retired reads from replica 1's state (no command more on a converged run)."""
+    from laguna_kit.boxtools import release
+
+    units = tmp_path / "units"
+    units.mkdir()
+    for name in ("laguna-vllm.service", "laguna-vllm-2.service", "laguna-vllm-10.service"):
+        (units / name).write_text("")
+    for name in ("laguna-vllm-02.service", "laguna-vllm-metrics.service", "other-2.service"):
+        (units / name).write_text("")
+    monkeypatch.setattr(release, "UNIT_DIR", str(units))
+    rel = release.Releases(str(tmp_path / "kit"), "laguna-vllm.service")
+    assert rel.replica_units() == ["laguna-vllm-2.service", "laguna-vllm-10.service"]
