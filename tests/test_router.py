@@ -471,3 +471,27 @@ def test_a_box_is_removed_and_added_as_deployment_md_says(fleet, deploy):
     assert state_within(router, gone.name, "UP", 15), metrics(router)
     assert state_within(router, f"{gone.name}-r2", "UP", 15), metrics(router)
     assert "was not in this run" not in added.output
+
+
+def test_a_box_that_serves_fewer_replicas_retires_the_extra_one(fleet, deploy):
+    """The 8-card box told to serve one replica (replicas_per_box = 1: the owner takes cards 4-7
+    back): replica 2 is drained, stopped, its unit gone, the router forgets it; replica 1 serves on.
+    Told nothing again, the box serves two again."""
+    boxes, router, _ = fleet
+    eight = boxes[2]
+    limit = ["--limit", eight.name, "--limit", "routers"]
+    one = deploy([*boxes, router], data={"replicas_per_box": 1}, args=limit)
+    assert one.ok, one.explain()
+    assert "retiring replica 2 (laguna-vllm-2.service)" in one.output
+    assert "GPUs 4-7 stay idle (replicas_per_box = 1)" in one.output
+    assert server_state(router, f"{eight.name}-r2") == "ABSENT", metrics(router)
+    assert state_within(router, eight.name, "UP", 15), metrics(router)
+    gone = eight.run("test -e /etc/systemd/system/laguna-vllm-2.service", check=False)
+    assert gone.returncode == 1
+    assert eight.run("docker container inspect vllm-laguna-2", check=False).returncode != 0
+    assert not tcp_answers(eight.tailnet_v4, KNOBS["api_port"] + 1)
+    again = deploy([*boxes, router], data={"replicas_per_box": 1}, args=limit)
+    assert again.ok and again.changed() == [], again.changed()
+    back = deploy([*boxes, router], args=limit)
+    assert back.ok, back.explain()
+    assert state_within(router, f"{eight.name}-r2", "UP", 30), metrics(router)
