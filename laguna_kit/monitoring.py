@@ -90,6 +90,11 @@ def prometheus_config(
     }
 
 
+# Which server an alert is about: the box, and the replica where it is not the box's first (those
+# series carry a replica label, prometheus_config)
+WHO = "{{ $labels.box }}{{ with $labels.replica }} replica {{ . }}{{ end }}"
+
+
 def _rule(name: str, expr: str, for_s: int, summary: str, severity: str = "critical") -> dict:
     return {
         "alert": name,
@@ -108,14 +113,14 @@ def alert_rules(knobs: dict, with_router: bool) -> dict:
             "LagunaBoxDown",
             'up{job="vllm"} == 0',
             k["alert_box_down_for_s"],
-            "{{ $labels.box }}: vLLM does not answer (container down, box down, or the "
+            WHO + ": vLLM does not answer (container down, box down, or the "
             "firewall): pyinfra inventory.py tasks/status.py --limit {{ $labels.box }}",
         ),
         _rule(
             "LagunaGateFailed",
             "laguna_gate_passed == 0",
             60,
-            "{{ $labels.box }}: release {{ $labels.release }} ({{ $labels.mode }}) has not "
+            WHO + ": release {{ $labels.release }} ({{ $labels.mode }}) has not "
             "passed its gate: tasks/logs.py, then deploy or roll back",
         ),
         _rule(
@@ -128,7 +133,7 @@ def alert_rules(knobs: dict, with_router: bool) -> dict:
             "LagunaKVCacheFull",
             f"vllm:kv_cache_usage_perc > {k['alert_kv_cache_usage']}",
             300,
-            "{{ $labels.box }}: KV cache {{ $value | humanizePercentage }} full for 5 min: "
+            WHO + ": KV cache {{ $value | humanizePercentage }} full for 5 min: "
             "requests queue; add a box or lower max_num_seqs",
             "warning",
         ),
@@ -136,8 +141,7 @@ def alert_rules(knobs: dict, with_router: bool) -> dict:
             "LagunaRequestsWaiting",
             f"vllm:num_requests_waiting > {k['alert_waiting_requests']}",
             300,
-            "{{ $labels.box }}: {{ $value }} requests waiting for 5 min: the fleet is short "
-            "of boxes",
+            WHO + ": {{ $value }} requests waiting for 5 min: the fleet is short of boxes",
             "warning",
         ),
         _rule(

@@ -283,7 +283,8 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
     """`promtool test rules` (the monitor host's, Debian's 2.42) on the kit's own rules file:
     a box decoding at 10 tok/s against a recorded 280 is LagunaDecodeSlow after 15 min, one at
     250 is not; a serving box without GPU metrics is LagunaGPUMetricsMissing, one with them is
-    not; KV cache at 0.97 alerts after 5 min, at 0.90 never."""
+    not; KV cache at 0.97 alerts after 5 min, at 0.90 never; an 8-card box's second replica
+    down is LagunaBoxDown naming that replica, its first replica up is not."""
     _, edge, *_ = watched
     rules = {
         r["alert"]: r
@@ -294,12 +295,17 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
 
     def expect(name, box, value, **labels):
         summary = rules[name]["annotations"]["summary"]
+        who = box + (f" replica {labels['replica']}" if "replica" in labels else "")
         for template, text in (
+            ("{{ $labels.box }}{{ with $labels.replica }} replica {{ . }}{{ end }}", who),
             ("{{ $labels.box }}", box),
             ("{{ $value | humanize }}", value),
             ("{{ $value | humanizePercentage }}", value),
         ):
             summary = summary.replace(template, text)
+        if "replica" in labels:
+            # said here, not read from the rule: the alert names the replica, not only the box
+            summary = f"{who}: {summary.split(': ', 1)[1]}"
         return {
             "exp_labels": dict(box=box, severity=rules[name]["labels"]["severity"], **labels),
             "exp_annotations": {"summary": summary},
@@ -318,6 +324,10 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
         ('laguna_gpu_query_ok{box="b2",job="node"}', "1x40"),
         ('vllm:kv_cache_usage_perc{box="b1",job="vllm"}', "0.97x40"),
         ('vllm:kv_cache_usage_perc{box="b2",job="vllm"}', "0.90x40"),
+        # an 8-card box whose second replica is down: the alert names the replica
+        ('up{box="b3",job="vllm"}', "1x40"),
+        ('up{box="b3",job="vllm",replica="2"}', "0x40"),
+        ('laguna_gpu_query_ok{box="b3",job="node"}', "1x40"),
     ]
     doc = {
         "rule_files": ["/etc/laguna-kit/monitor/laguna-alerts.yml"],
@@ -337,6 +347,11 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
                         "eval_time": "5m",
                         "alertname": "LagunaGPUMetricsMissing",
                         "exp_alerts": [expect("LagunaGPUMetricsMissing", "b1", "1", job="vllm")],
+                    },
+                    {
+                        "eval_time": "8m",
+                        "alertname": "LagunaBoxDown",
+                        "exp_alerts": [expect("LagunaBoxDown", "b3", "0", job="vllm", replica="2")],
                     },
                     {
                         "eval_time": "8m",

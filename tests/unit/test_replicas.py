@@ -108,6 +108,9 @@ def test_ports_merge_into_ranges_an_nftables_set_accepts():
 
 
 def test_the_router_has_a_server_per_replica_each_naming_it_to_the_agent():
+    """HAProxy's configuration manual, agent-send: "Make sure to include a '\\n' if you want to
+    terminate your request with a newline" (the keyword's patch, haproxy mailing list msg20356):
+    the config parser sends one newline for the two characters the kit writes."""
     text = jinja2.Template((KIT_ROOT / "files/haproxy.cfg.j2").read_text()).render(
         servers=[
             {"name": "box", "address": "100.64.0.2", "port": 8080, "maxconn": 4, "replica": 1},
