@@ -1,7 +1,9 @@
 # `pyinfra inventory.py tasks/rollback.py`: run the previous release again (or one by number:
 # `--data rollback_to=3`), then validate it. Checkpoints and images of older releases are kept.
-# A box with several replicas rolls each back in turn, gated before the next (its own numbers:
-# rollback_to names a release of replica 1; the others go to their previous one, if they have one).
+# A box with several replicas rolls each back in turn, gated before the next. Each has its own
+# numbers: rollback_to names a release of replica 1, and the others run their own release of the
+# same version (image, checkpoints, flags), or stay as they are where they have none; without
+# rollback_to each goes to its previous release, if it has one.
 from pyinfra import host
 
 from laguna_kit import fleet, knobtypes, replicas, rolls
@@ -24,7 +26,8 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
         # behind a router, or beside another replica: one at a time, each gated before the next
         # is drained, so the fleet (the box) keeps serving; a failed gate stops the ones after it
         gated = behind_router or len(serving) > 1
-        to = host.data.get("rollback_to") if r.number == 1 else None
+        wanted = host.data.get("rollback_to")
+        to = wanted if r.number == 1 else None
         label = f" ({r.label})" if len(serving) > 1 else ""
         release_rolled_back(
             name=(
@@ -39,6 +42,7 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
             to=to,
             gated=gated,
             state_dir=r.state_dir,
+            like=wanted if r.number > 1 else None,
             _serial=behind_router,
         )
         release_validated(

@@ -391,16 +391,25 @@ def test_rolling_upgrade_through_the_router_fails_no_request(fleet, deploy):
 
 def test_a_fleet_rollback_goes_one_box_at_a_time_and_fails_no_request(fleet, deploy):
     """tasks/rollback.py behind a router: each box drained, rolled back and gated before the next
-    is touched (never every box drained at once)."""
+    is touched (never every box drained at once). Named by number, as an operator at 3 a.m. reads
+    it off `status`: replica 1 runs that release, the 8-card box's replica 2 its own release of
+    the same version (its numbers are its own)."""
     boxes, router, _ = fleet
     replica2 = f"{RELEASE} --unit laguna-vllm-2.service --state-dir /opt/laguna-kit/replicas/2"
     eight = boxes[2]
     before = {b.name: json.loads(b.run(f"{RELEASE} state --json").stdout) for b in boxes}
     before_r2 = json.loads(eight.run(f"{replica2} state --json").stdout)
+    previous = {b["state"]["previous"] for b in before.values()}
+    assert len(previous) == 1, f"the boxes' releases differ ({before}): no one number to name"
     back, results, failed = under_clients(
         router,
         "fleet rollback",
-        lambda: deploy([*boxes, router], "tasks/rollback.py", timeout=1500),
+        lambda: deploy(
+            [*boxes, router],
+            "tasks/rollback.py",
+            data={"rollback_to": previous.pop()},
+            timeout=1500,
+        ),
     )
     assert back.ok, back.explain()
     assert len(results) > 20 and not failed, failed[:5]

@@ -5,6 +5,8 @@
     laguna_release.py install-incoming    number the release the deploy uploaded, activate it
     laguna_release.py activate N          run release N
     laguna_release.py rollback [--to N]   run the previous release (or N)
+    laguna_release.py rollback --like N   (a replica past the first) run this replica's release
+                                          that runs what replica 1's release N runs
     laguna_release.py validate [--auto-rollback] [--force-slower]
                                           run the gate on the current release; on failure roll
                                           back, validate the restored release, and fail (a
@@ -471,6 +473,37 @@ class Releases:
         print(f"rolled back to release {target}")
         return target
 
+    def like(self, n: int) -> int | None:
+        """`rollback_to` on a box with several replicas: this replica's newest release that runs
+        what replica 1's release `n` runs (one that passed its gate before one that failed), and
+        None when it has none (a replica the box gained later) or already runs it."""
+        try:
+            wanted = version_of(Releases(self.kit_dir, "").meta(n)["spec"])
+        except (OSError, ValueError, KeyError):
+            raise ReleaseError(f"replica 1 has no release {n} (see: laguna_release.py list)")
+        state = self.state()
+        failed = set(state.get("failed", []))
+        matches = []
+        for m in self.numbers():
+            try:
+                if version_of(self.meta(m).get("spec") or {}) == wanted:
+                    matches.append(m)
+            except (OSError, ValueError):
+                continue
+        if not matches:
+            print(
+                f"no release of {self.unit} runs what replica 1's release {n} runs: it stays on "
+                f"release {state.get('current')}"
+            )
+            return None
+        target = sorted(matches, key=lambda m: (m not in failed, m))[-1]
+        if target == state.get("current"):
+            print(f"{self.unit} runs release {target}, as replica 1's release {n}: left serving")
+            return None
+        self.activate(target)
+        print(f"rolled back to release {target} (replica 1's release {n})")
+        return target
+
     def mark_failed(self, n: int | None) -> None:
         if n is None:
             return
@@ -563,6 +596,29 @@ class Releases:
             self.mark_failed(self.state().get("current"))
             say("the previous release FAILED the gate too: stop and diagnose (TROUBLESHOOTING.md)")
         return False
+
+
+# A replica's own name, port and cards in the vLLM command line: what else it runs is its version.
+OWN_FLAGS = ("--name", "--port")
+OWN_ENV = "CUDA_VISIBLE_DEVICES="
+
+
+def version_of(spec: dict) -> dict:
+    """What a release runs, less what makes it one replica and not another (its container name,
+    port and cards; the gate's URL): two replicas' releases with the same version run the same."""
+    argv, out, skip = list(spec.get("argv") or []), [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if a in OWN_FLAGS or (
+            a == "-e" and argv[i + 1 : i + 2] and argv[i + 1].startswith(OWN_ENV)
+        ):
+            skip = True
+            continue
+        out.append(a)
+    keys = ("mode", "image_digest", "target_revision", "drafter_revision", "checkpoints")
+    return {"argv": out, **{k: spec.get(k) for k in keys}}
 
 
 def say(msg: str) -> None:
@@ -659,7 +715,9 @@ def main(argv=None) -> int:
     act = sub.add_parser("activate")
     act.add_argument("number", type=int)
     rb = sub.add_parser("rollback")
-    rb.add_argument("--to", type=int)
+    rb_to = rb.add_mutually_exclusive_group()
+    rb_to.add_argument("--to", type=int)
+    rb_to.add_argument("--like", type=int, help="replica 1's release number")
     va = sub.add_parser("validate")
     va.add_argument("--auto-rollback", action="store_true")
     va.add_argument(
@@ -678,6 +736,8 @@ def main(argv=None) -> int:
             rel.install_incoming()
         elif args.cmd == "activate":
             rel.activate(args.number)
+        elif args.cmd == "rollback" and args.like is not None:
+            rel.like(args.like)
         elif args.cmd == "rollback":
             rel.rollback(args.to)
         elif args.cmd == "validate":

@@ -179,6 +179,7 @@ def release_rolled_back(
     to: int | None = None,
     gated: bool = False,
     state_dir: str | None = None,
+    like: int | None = None,
 ):
     """
     Activate the previous release (or release `to`) with the box's release manager.
@@ -190,6 +191,8 @@ def release_rolled_back(
       one box at a time with `_serial=True`: each box drained, restarted and gated before the
       next is touched); a box whose gate failed stops the boxes after it
     + state_dir: a replica's own releases (None: kit_dir, replica 1)
+    + like: (a replica past the first) replica 1's release number: this replica runs its own
+      release of the same version, if it has one (its numbers are its own)
 
     **Example:**
 
@@ -201,15 +204,14 @@ def release_rolled_back(
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)["state"] or {}
     if st.get("current") is None:
         raise OperationError(f"{host.name}: no release is installed: nothing to roll back")
-    if own and to is None and st.get("previous") is None:
+    if own and to is None and like is None and st.get("previous") is None:
         # a replica the box gained with this kit (or with its cards) has no release before it
         host.noop(f"{unit} has no earlier release: it serves the one it has")
         return
     if gated:
         yield FunctionCommand(lambda state, host: refuse_after_a_failed_gate(state, host), (), {})
-    yield release_command(
-        kit_dir, unit, "rollback", *(["--to", int(to)] if to is not None else []), **own
-    )
+    which = ["--to", int(to)] if to is not None else ["--like", int(like)] if like else []
+    yield release_command(kit_dir, unit, "rollback", *which, **own)
     if gated:
         yield transient("laguna-validate", release_command(kit_dir, unit, "validate", **own))
 

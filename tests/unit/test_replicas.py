@@ -8,6 +8,7 @@ import re
 import subprocess
 
 import jinja2
+import pytest
 
 from laguna_kit import profiles, replicas
 from laguna_kit.profiles import render_release
@@ -291,3 +292,42 @@ def test_the_release_manager_names_the_units_of_further_replicas(tmp_path, monke
     monkeypatch.setattr(release, "UNIT_DIR", str(units))
     rel = release.Releases(str(tmp_path / "kit"), "laguna-vllm.service")
     assert rel.replica_units() == ["laguna-vllm-2.service", "laguna-vllm-10.service"]
+
+
+def test_rollback_to_a_number_takes_replica_two_to_its_own_release_of_that_version(
+    tmp_path, monkeypatch
+):
+    """Replica 2 came with the box's new cards at replica 1's release 2, so its numbers are not
+    replica 1's: `rollback_to=2` must run replica 2's release 1 (the same image, checkpoints and
+    flags on its own port and cards), not its release 2 nor nothing."""
+    from laguna_kit.boxtools import release
+
+    kit = tmp_path / "kit"
+    monkeypatch.setattr(release, "run", lambda *cmd, check=True: None)
+    first = release.Releases(str(kit), "laguna-vllm.service")
+    second = release.Releases(str(kit), "laguna-vllm-2.service", str(kit / "replicas/2"))
+    activated = []
+    monkeypatch.setattr(second, "activate", activated.append)
+    knobs = defaults()
+    one, two = replicas.build(knobs, 2)
+
+    def releases(rel, r, versions):
+        for n, (digest, seqs) in enumerate(versions, 1):
+            os.makedirs(rel.folder(n))
+            extra = [] if seqs == 4 else ["--max-num-seqs", str(seqs)]
+            spec, _ = render_release(
+                replicas.knobs_for(dict(knobs, vllm_extra_args=extra), r), digest
+            )
+            with open(os.path.join(rel.folder(n), "release.json"), "w") as fh:
+                json.dump({"number": n, "spec": spec}, fh)
+        rel.save({"current": len(versions), "history": [{"release": len(versions)}]})
+
+    old, new = "sha256:" + "01" * 32, "sha256:" + "02" * 32
+    releases(first, one, [(old, 4), (DIGEST, 4), (new, 4), (new, 2)])
+    releases(second, two, [(DIGEST, 4), (new, 4), (new, 2)])
+    assert second.like(2) == 1 and activated == [1]
+    assert second.like(3) == 2  # the same image with other flags is another version
+    assert second.like(1) is None and activated == [1, 2]  # it never ran that: it stays
+    assert second.like(4) is None and activated == [1, 2]  # it runs that already
+    with pytest.raises(release.ReleaseError, match="replica 1 has no release 9"):
+        second.like(9)
