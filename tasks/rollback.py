@@ -22,11 +22,11 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
     rolls.watch(host.state)
     behind_router = fleet.router_of(host.state.inventory) is not None
     serving = replicas.of(host)
+    wanted = host.data.get("rollback_to")
     for r in serving:
         # behind a router, or beside another replica: one at a time, each gated before the next
         # is drained, so the fleet (the box) keeps serving; a failed gate stops the ones after it
         gated = behind_router or len(serving) > 1
-        wanted = host.data.get("rollback_to")
         to = wanted if r.number == 1 else None
         label = f" ({r.label})" if len(serving) > 1 else ""
         release_rolled_back(

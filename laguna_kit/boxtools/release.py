@@ -95,6 +95,13 @@ class Releases:
         with open(os.path.join(self.folder(n), "release.json")) as fh:
             return json.load(fh)
 
+    def spec(self, n: int) -> dict:
+        """release.json's spec of release n ({} when it is unreadable)."""
+        try:
+            return self.meta(n).get("spec") or {}
+        except (OSError, ValueError):
+            return {}
+
     def current_meta(self) -> dict:
         """release.json of the current release ({} when there is none or it is unreadable)."""
         n = self.state().get("current")
@@ -117,23 +124,16 @@ class Releases:
         gone = [n for n in numbers if n not in kept]
         if not gone:
             return {"releases": [], "revisions": [], "images": []}
-
-        def spec(n):
-            try:
-                return self.meta(n).get("spec") or {}
-            except (OSError, ValueError):
-                return {}
-
         # Replicas share the box's images and checkpoint revisions: what any release of another
         # replica names stays too.
-        kept_specs = [spec(n) for n in numbers if n in kept] + self.sibling_specs()
+        kept_specs = [self.spec(n) for n in numbers if n in kept] + self.sibling_specs()
         kept_revisions = {
             (c["dest"], c["revision"]) for sp in kept_specs for c in sp.get("checkpoints") or []
         }
         kept_digests = {sp.get("image_digest") for sp in kept_specs}
         revisions_gone, images_gone = set(), set()
         for n in gone:
-            sp = spec(n)
+            sp = self.spec(n)
             for c in sp.get("checkpoints") or []:
                 if (c["dest"], c["revision"]) in kept_revisions:
                     continue
@@ -483,20 +483,14 @@ class Releases:
             raise ReleaseError(f"replica 1 has no release {n} (see: laguna_release.py list)")
         state = self.state()
         failed = set(state.get("failed", []))
-        matches = []
-        for m in self.numbers():
-            try:
-                if version_of(self.meta(m).get("spec") or {}) == wanted:
-                    matches.append(m)
-            except (OSError, ValueError):
-                continue
+        matches = [m for m in self.numbers() if version_of(self.spec(m)) == wanted]
         if not matches:
             print(
                 f"no release of {self.unit} runs what replica 1's release {n} runs: it stays on "
                 f"release {state.get('current')}"
             )
             return None
-        target = sorted(matches, key=lambda m: (m not in failed, m))[-1]
+        target = max(matches, key=lambda m: (m not in failed, m))
         if target == state.get("current"):
             print(f"{self.unit} runs release {target}, as replica 1's release {n}: left serving")
             return None

@@ -210,7 +210,9 @@ def release_rolled_back(
         return
     if gated:
         yield FunctionCommand(lambda state, host: refuse_after_a_failed_gate(state, host), (), {})
-    which = ["--to", int(to)] if to is not None else ["--like", int(like)] if like else []
+    which = (
+        ["--to", int(to)] if to is not None else ["--like", int(like)] if like is not None else []
+    )
     yield release_command(kit_dir, unit, "rollback", *which, **own)
     if gated:
         yield transient("laguna-validate", release_command(kit_dir, unit, "validate", **own))
