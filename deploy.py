@@ -6,10 +6,12 @@
 # tasks/registry_cache.py.
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes, steps
+from laguna_kit.domain import fleet
+from laguna_kit.knobs import shapes
+from laguna_kit.run import steps
 
 # Every knob typed (hosts file, group data and --data alike) before anything is planned with it.
-knobtypes.refuse_bad(host)
+shapes.refuse_bad(host)
 gpu = "gpu" in fleet.roles(host)
 router = "router" in fleet.roles(host)
 
@@ -39,7 +41,7 @@ if gpu:
 if gpu or "cache" in fleet.roles(host):  # the cache host too: it orders the wait after its warming
     steps.include("tasks/image_pull.py")  # after the cache holds the image: the pull, box-side
 # After every host of the run joined the tailnet: the router and the boxes read each other's
-# addresses as these run (laguna_kit/fleet.py).
+# addresses as these run (laguna_kit/domain/fleet.py).
 if gpu:  # with a router in the hosts file; without one, an agent left from before is removed
     steps.include("tasks/router_agent.py")  # before the serving unit restarts: it drains first
 if router:

@@ -1,6 +1,6 @@
 # Which boxes `pyinfra inventory.py deploy.py` deploys to.
 #
-# - LAGUNA_HOSTS=/path/to/hosts.toml: your real GPU boxes (format: laguna_kit/hostsfile.py,
+# - LAGUNA_HOSTS=/path/to/hosts.toml: your real GPU boxes (format: laguna_kit/knobs/hostsfile.py,
 #   example: hosts.example.toml).
 # - unset: the local sandbox box that `scripts/sandbox.py up` (or scripts/demo.sh) brought up.
 #
@@ -12,7 +12,7 @@ import sys as _sys
 
 _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
 
-from laguna_kit import hostsfile as _hostsfile  # noqa: E402
+from laguna_kit.knobs import hostsfile as _hostsfile  # noqa: E402
 
 _SANDBOX_HOSTS = "/run/laguna-kit-harness/sandbox-hosts.toml"
 _path = _os.environ.get("LAGUNA_HOSTS") or _SANDBOX_HOSTS

@@ -5,7 +5,7 @@
 # One section per task file (tasks/<name>.py), in deploy.py's order.
 #
 # Serving flags live in `serving_profiles` (the only place they are set), picked by `serving_mode`.
-# laguna_kit/profiles.py turns a profile into the unit and adds these itself, from the knobs named:
+# laguna_kit/domain/profiles.py turns a profile into the unit and adds these itself, from the knobs named:
 #   docker run: --rm --name <container_name> --gpus all --ipc=host --shm-size=<shm_size>
 #     --network host --log-driver none -v <model_dir>:/root/.cache/huggingface:ro
 #     -e CUDA_VISIBLE_DEVICES=<the replica's gpu_count cards>, -e KEY=VALUE for each of
@@ -28,7 +28,7 @@ nvidia_driver_open = False  # the open kernel modules instead of the proprietary
 nvidia_driver_replace = False  # install the kit's driver over a working one too old for the image (else the pre-flight refuses, naming both)
 nvidia_allow_reboot = False  # a driver install needs a reboot; the kit reboots only when you allow it
 nvidia_reboot_timeout_s = 600  # how long the reboot after the driver may take: servers with many GPUs can POST for minutes
-nvidia_cuda_repo = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA's CUDA repository: Debian 12's only source of R580 (laguna_kit/sources.py)
+nvidia_cuda_repo = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA's CUDA repository: Debian 12's only source of R580 (laguna_kit/domain/package_sources.py)
 
 # --- container_toolkit: NVIDIA Container Toolkit -----------------------------------------------
 nvidia_toolkit_repo = "https://nvidia.github.io/libnvidia-container/stable/deb"  # NVIDIA's own apt repo

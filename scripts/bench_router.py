@@ -22,7 +22,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from laguna_kit.settings import defaults  # noqa: E402
+from laguna_kit.knobs.declared import defaults  # noqa: E402
 from tests.harness import box as boxmod  # noqa: E402
 from tests.harness.deployrun import run_deploy  # noqa: E402
 from tests.harness.sandbox import ROUTER_KEYS, Sandbox  # noqa: E402

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark (prints figures, asserts nothing): checkpoint verification on this machine.
 
-1. Hash throughput of the kit's verifier (laguna_kit/boxtools/fetch.py) against `sha256sum` on
-   the same files.
+1. Hash throughput of the kit's verifier (laguna_kit/boxtools/fetch/verify.py) against `sha256sum`
+   on the same files.
 2. A real fetch through the stand-in hub (127.0.0.1) with the real huggingface_hub client, then a
    converged re-run: bytes downloaded and bytes re-hashed by each.
 3. A transfer cut half way through a shard, then resumed: bytes fetched against bytes missing.
@@ -19,7 +19,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from laguna_kit.boxtools import fetch  # noqa: E402
+from laguna_kit.boxtools.fetch import verify  # noqa: E402
+from laguna_kit.boxtools.fetch.errors import FetchError  # noqa: E402
+from laguna_kit.boxtools.fetch.run import sync  # noqa: E402
+from laguna_kit.boxtools.layout import PARTIAL  # noqa: E402
 from tests.harness import standin_hub  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
@@ -44,7 +47,7 @@ with tempfile.TemporaryDirectory() as tmp:
     t = time.monotonic()
     counter = {"hashed_bytes": 0}
     for path, entry in zip(paths, entries):
-        fetch.content_ok(path, entry, counter)
+        verify.content_ok(path, entry, counter)
     kit_s = time.monotonic() - t
     t = time.monotonic()
     subprocess.run(["sha256sum", *paths], stdout=subprocess.DEVNULL, check=True)
@@ -54,7 +57,7 @@ with tempfile.TemporaryDirectory() as tmp:
     subprocess.run(["openssl", "dgst", "-sha256", *paths], stdout=subprocess.DEVNULL, check=True)
     ssl_s = time.monotonic() - t
     t = time.monotonic()
-    fetch.hashed_in_parallel(tmp, entries, {"hashed_bytes": 0})
+    verify.hashed_in_parallel(tmp, entries, {"hashed_bytes": 0})
     par_s = time.monotonic() - t
     cores = min(os.cpu_count() or 1, a.files)
     out["hash"] = {
@@ -88,7 +91,7 @@ with tempfile.TemporaryDirectory() as tmp:
     runs = []
     for label in ("fresh", "converged re-run"):
         t = time.monotonic()
-        summary = fetch.sync(
+        summary = sync(
             argparse.Namespace(
                 repo=repo.repo_id,
                 manifest=manifest,
@@ -128,13 +131,13 @@ with tempfile.TemporaryDirectory() as tmp:
         retries=0,  # the cut ends this run: the next one resumes from the bytes on disk
     )
     try:
-        fetch.sync(args)
-    except fetch.FetchError:
+        sync(args)
+    except FetchError:
         pass
-    kept = os.path.getsize(os.path.join(dest, fetch.PARTIAL, shard + ".part"))
+    kept = os.path.getsize(os.path.join(dest, PARTIAL, shard + ".part"))
     hub.served.clear()
     args.retries = 5
-    fetch.sync(args)
+    sync(args)
     fetched = hub.served.get(f"{repo.repo_id}/{shard}", 0)
     out["resume"] = {
         "file_bytes": size,

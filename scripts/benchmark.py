@@ -10,8 +10,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit import clients  # noqa: E402
-from laguna_kit.boxtools.gate import benchmark  # noqa: E402
+from laguna_kit.boxtools.gate.bench import benchmark  # noqa: E402
+from laguna_kit.domain import api_clients  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("url", nargs="?", default="http://localhost:8080/v1")
@@ -19,9 +19,9 @@ p.add_argument("--model", default="laguna")
 p.add_argument("--max-tokens", type=int, default=500)
 p.add_argument("--runs", type=int, default=3)
 p.add_argument("--json", help="also write the rows here")
-clients.add_arguments(p)
+api_clients.add_arguments(p)
 a = p.parse_args()
-rows = benchmark(a.url, a.model, a.max_tokens, a.runs, headers=clients.headers(a))
+rows = benchmark(a.url, a.model, a.max_tokens, a.runs, headers=api_clients.headers(a))
 print(f"{'run':>3} {'output tokens':>13} {'wall s':>8} {'tok/s':>8} {'TTFT s':>7}")
 for r in rows:
     print(

@@ -11,8 +11,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit import clients  # noqa: E402
-from laguna_kit.boxtools.gate import GateFailure, long_context  # noqa: E402
+from laguna_kit.boxtools.gate.failure import GateFailure  # noqa: E402
+from laguna_kit.boxtools.gate.probes import long_context  # noqa: E402
+from laguna_kit.domain import api_clients  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("url", nargs="?", default="http://localhost:8080/v1")
@@ -20,13 +21,18 @@ p.add_argument("--model", default="laguna")
 p.add_argument("--prompt-tokens", type=int, default=190000)
 p.add_argument("--max-tokens", type=int, default=32)
 p.add_argument("--timeout", type=float, default=300)
-clients.add_arguments(p)
+api_clients.add_arguments(p)
 a = p.parse_args()
 try:
     print(
         json.dumps(
             long_context(
-                a.url, a.model, a.prompt_tokens, a.max_tokens, a.timeout, headers=clients.headers(a)
+                a.url,
+                a.model,
+                a.prompt_tokens,
+                a.max_tokens,
+                a.timeout,
+                headers=api_clients.headers(a),
             ),
             indent=1,
         )

@@ -21,11 +21,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from laguna_kit import hub  # noqa: E402
-
 # the box's verifier: the same hash rules here
-from laguna_kit.boxtools import fetch as box_fetch  # noqa: E402
-from laguna_kit.settings import defaults  # noqa: E402
+from laguna_kit.boxtools.fetch import verify  # noqa: E402
+from laguna_kit.domain import hub  # noqa: E402
+from laguna_kit.knobs.declared import defaults  # noqa: E402
 
 
 def mirror_one(dest: str, endpoint: str, token_var: str, repo: str, revision: str) -> dict:
@@ -49,9 +48,7 @@ def mirror_one(dest: str, endpoint: str, token_var: str, repo: str, revision: st
     for entry in manifest["files"]:
         path = os.path.join(folder, entry["path"])
         ok, found = (
-            box_fetch.content_ok(path, entry, counter)
-            if os.path.isfile(path)
-            else (False, "missing")
+            verify.content_ok(path, entry, counter) if os.path.isfile(path) else (False, "missing")
         )
         if not ok:
             raise SystemExit(

@@ -8,13 +8,14 @@ import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit import profiles, settings  # noqa: E402
+from laguna_kit.domain import profiles
+from laguna_kit.knobs import declared  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--mode")
 p.add_argument("--unit", action="store_true", help="print the whole systemd unit instead")
 a = p.parse_args()
-knobs = settings.defaults()
+knobs = declared.defaults()
 if a.mode:
     knobs["serving_mode"] = a.mode
 try:

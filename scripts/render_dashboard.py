@@ -1,7 +1,7 @@
 """Writes files/grafana-laguna.json: a Grafana dashboard for users who run Grafana (the kit does
-not install it) on the metric names the kit's Prometheus scrapes (laguna_kit/monitoring.py).
+not install it) on the metric names the kit's Prometheus scrapes (laguna_kit/domain/monitoring.py).
 Import it in Grafana (Dashboards > New > Import) and pick the kit's Prometheus as the data source.
-tests/unit/test_monitoring.py checks the file is this script's output."""
+tests/unit/domain/test_monitoring.py checks the file is this script's output."""
 
 from __future__ import annotations
 

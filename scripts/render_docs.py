@@ -7,14 +7,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from laguna_kit import profiles, settings  # noqa: E402
+from laguna_kit.domain import profiles
+from laguna_kit.knobs import declared  # noqa: E402
 
-DOC = settings.KIT_ROOT / "DEPLOYMENT.md"
+DOC = declared.KIT_ROOT / "DEPLOYMENT.md"
 BEGIN, END = "<!-- generated:knobs -->", "<!-- /generated:knobs -->"
 
 
 def generated() -> str:
-    d, docs = settings.defaults(), settings.knob_docs()
+    d, docs = declared.defaults(), declared.knob_docs()
     rows = ["| knob | default | why |", "|---|---|---|"]
     for name, value in d.items():
         if name in ("serving_profiles", "vllm_common_args", "container_env"):

@@ -4,7 +4,7 @@
 # all judged by one command (files_synced).
 from pyinfra import host
 
-from laguna_kit.boxcli import box_tool_files
+from laguna_kit.domain.box_commands import box_tool_files, earlier_files
 from laguna_kit.operations.files import files_synced
 from laguna_kit.operations.packages import apt_present, venv_packages
 from laguna_kit.operations.server import deploy_locked
@@ -19,7 +19,11 @@ venv_packages(
     install_args=f"--index-url {d.pip_index_url}"
     + (f" --trusted-host {d.pip_trusted_host}" if d.pip_trusted_host else ""),
 )
-files_synced(name="Box tools and their launchers", files=box_tool_files(d.kit_dir))
+files_synced(
+    name="Box tools and their launchers",
+    files=box_tool_files(d.kit_dir),
+    removed=earlier_files(d.kit_dir),
+)
 # A first deploy takes the lock here, now that its tool is on the box; later runs hold it already.
 deploy_locked(
     name="One deploy at a time on this box (from here on a first deploy)",

@@ -4,10 +4,10 @@
 # daemon.json lacks it.
 from pyinfra import host
 
+from laguna_kit.domain.package_sources import toolkit_packages
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.nvidia import dev_char_links_present, nvidia_runtime_configured
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.sources import toolkit_packages
 
 d = host.data
 KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.asc"  # apt reads armored .asc keys

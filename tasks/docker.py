@@ -5,7 +5,6 @@ from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server
 
-from laguna_kit.facts import memo
 from laguna_kit.operations.docker import (
     daemon_config_merged,
     docker_config_applied,
@@ -14,6 +13,7 @@ from laguna_kit.operations.docker import (
 )
 from laguna_kit.operations.packages import apt_present, packages_held
 from laguna_kit.operations.server import service_running
+from laguna_kit.run import memo
 
 d = host.data
 existing = owner_engine(memo.fact(host, DebPackages))

@@ -3,9 +3,9 @@
 # step waits for it (printing its progress) and checks its result.
 from pyinfra import host
 
-from laguna_kit.hub import HubError, source_checkpoint
+from laguna_kit.domain.hub import HubError, source_checkpoint
+from laguna_kit.knobs.declared import checkpoint_pairs, fetch_arguments
 from laguna_kit.operations.checkpoints import checkpoint_fetch_started
-from laguna_kit.settings import checkpoint_pairs, fetch_arguments
 
 d = host.data
 

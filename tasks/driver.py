@@ -1,17 +1,16 @@
-# NVIDIA driver R580 or newer (the image is CUDA 13), from the one table in laguna_kit/sources.py:
-# Debian 12 from NVIDIA's CUDA repository with its branch-pinning package first, Ubuntu from its
-# archive (signed prebuilt modules under Secure Boot). A working driver that already meets the
-# image's CUDA requirement is kept, whatever installed it. Otherwise: compute pieces named, the
-# headers metapackage, every driver package held, nouveau kept out, a reboot when allowed; then
-# nvidia-smi must agree.
+# NVIDIA driver R580 or newer (the image is CUDA 13), from the one table in
+# laguna_kit/domain/package_sources.py: Debian 12 from NVIDIA's CUDA repository with its
+# branch-pinning package first, Ubuntu from its archive (signed prebuilt modules under Secure Boot).
+# A working driver that already meets the image's CUDA requirement is kept, whatever installed it.
+# Otherwise: compute pieces named, the headers metapackage, every driver package held, nouveau kept
+# out, a reboot when allowed; then nvidia-smi must agree.
 import shlex
 
 from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.server import Command, LinuxDistribution
 
-from laguna_kit import images, sources
-from laguna_kit.facts import memo
+from laguna_kit.domain import images, package_sources
 from laguna_kit.facts.nvidia import NvidiaSmiGpus
 from laguna_kit.facts.server import BoxBasics
 from laguna_kit.operations.files import files_synced, kit_file
@@ -22,13 +21,14 @@ from laguna_kit.operations.nvidia import (
     nvidia_gpus_verified,
 )
 from laguna_kit.operations.packages import apt_present, packages_held
+from laguna_kit.run import memo
 
 d = host.data
 box = memo.fact(host, BoxBasics)
 installed = memo.fact(host, DebPackages)
 try:
-    distro = sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
-    plan = sources.driver_plan(
+    distro = package_sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
+    plan = package_sources.driver_plan(
         distro,
         branch=d.nvidia_driver_branch,
         open_modules=d.nvidia_driver_open,
@@ -37,20 +37,20 @@ try:
         cuda_repo=d.nvidia_cuda_repo,
         installed=installed,
     )
-except sources.SourceError:
+except package_sources.SourceError:
     plan = None  # the pre-flight refuses this distribution, naming it, before anything runs
 smi = memo.fact(host, NvidiaSmiGpus)
 need, _ = images.requirement_or_reason(d.image_registry, d.vllm_image)
 ours = plan is not None and all(name in installed for name in plan.packages)  # kept managed
 keep = not ours and smi["ok"] and (need is None or need.met_by(smi["cuda"]))  # unread: after pull
 NOUVEAU_CONF = "laguna-blacklist-nouveau.conf"
-CUDA_LIST = sources.CUDA_LIST.format(distro=distro.key if plan else "")
+CUDA_LIST = package_sources.CUDA_LIST.format(distro=distro.key if plan else "")
 
 
 def cuda_source(plan) -> bytes:
     """The list line exactly as NVIDIA's cuda-keyring writes it (its cuda-REPO.list.in), so a
     cuda-keyring installed later finds the same file and the same Signed-By."""
-    return f"deb [signed-by={sources.CUDA_KEYRING}] {plan.repo} /\n".encode()
+    return f"deb [signed-by={package_sources.CUDA_KEYRING}] {plan.repo} /\n".encode()
 
 
 if keep:
@@ -69,7 +69,7 @@ elif plan is not None:
             Command,
             command=f"grep -rlsF {shlex.quote(plan.repo.rstrip('/'))} /etc/apt/sources.list "
             f"/etc/apt/sources.list.d | grep -vx -e {CUDA_LIST} "
-            f"-e {sources.OLD_CUDA_FILES[0]} || true",
+            f"-e {package_sources.OLD_CUDA_FILES[0]} || true",
         )
     )
     if theirs:
@@ -78,13 +78,13 @@ elif plan is not None:
     our_list = bool(plan.repo) and not theirs
     files_synced(
         name="Blacklist nouveau" + (f"; apt source and key: {plan.channel}" if our_list else ""),
-        fetched=[(plan.key, sources.CUDA_KEYRING, "644")] if our_list else [],
+        fetched=[(plan.key, package_sources.CUDA_KEYRING, "644")] if our_list else [],
         files=[
             (kit_file("files/blacklist-nouveau.conf"), f"/etc/modprobe.d/{NOUVEAU_CONF}", "644"),
             *([(cuda_source(plan), CUDA_LIST, "644")] if our_list else []),
         ],
         # what kits before 2026-12-05 wrote instead (a second Signed-By for the same URL)
-        removed=list(sources.OLD_CUDA_FILES) if our_list else [],
+        removed=list(package_sources.OLD_CUDA_FILES) if our_list else [],
     )
     nouveau_out_of_initramfs(
         name="Initramfs without nouveau (rebuilt while it could still load it)", conf=NOUVEAU_CONF
@@ -111,7 +111,7 @@ elif plan is not None:
         name="The driver as dpkg installed it, held against unattended upgrades",
         packages=plan.hold,
         same_version_as=plan.version_of,
-        family=sources.NVIDIA_PACKAGE,
+        family=package_sources.NVIDIA_PACKAGE,
     )
     if plan.headers:
         apt_present(

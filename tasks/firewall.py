@@ -7,7 +7,6 @@
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit import distribution, fleet, replicas
 from laguna_kit.boxtools.layout import (
     FIREWALL_FILE_PEERS_GLOB,
     FIREWALL_MONITOR_GLOB,
@@ -19,7 +18,7 @@ from laguna_kit.boxtools.layout import (
     MONITOR_USER,
     ROUTER_USER,
 )
-from laguna_kit.facts import memo
+from laguna_kit.domain import fleet, peer_fetch_plan, replicas
 from laguna_kit.facts.network import Listeners
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import (
@@ -30,6 +29,7 @@ from laguna_kit.operations.network import (
 )
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.server import service_running
+from laguna_kit.run import memo
 
 d = host.data
 RULES = FIREWALL_RULES
@@ -82,7 +82,7 @@ rules = dict(
     node_exporter_port=d.node_exporter_port,
     monitor_glob=FIREWALL_MONITOR_GLOB,
     # a fleet's GPU boxes serve each other their verified checkpoints (tasks/peer_files.py)
-    peer_files_port=d.peer_files_port if distribution.peer_files_on(host) else 0,
+    peer_files_port=d.peer_files_port if peer_fetch_plan.peer_files_on(host) else 0,
     peer_files_glob=FIREWALL_FILE_PEERS_GLOB,
     # the fleet's image cache on this host (tasks/registry_cache.py)
     registry_cache_port=d.registry_cache_port if "cache" in fleet.roles(host) else 0,

@@ -4,7 +4,7 @@
 # The pull itself started in tasks/docker.py, box-side; this waits for it.
 from pyinfra import host
 
-from laguna_kit import images
+from laguna_kit.domain import images
 from laguna_kit.operations.docker import image_digest_checked, image_present
 from laguna_kit.operations.nvidia import image_cuda_checked
 

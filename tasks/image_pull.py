@@ -5,7 +5,7 @@
 # after the cache host started its warming (tasks/registry_cache.py).
 from pyinfra import host
 
-from laguna_kit import fleet, images
+from laguna_kit.domain import fleet, images
 from laguna_kit.operations.docker import image_pull_started
 from laguna_kit.operations.imagecache import cache_warm_waited
 

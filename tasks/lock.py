@@ -3,7 +3,7 @@
 # connection, so a killed run frees it. (A first deploy has no lock until the box tools are in.)
 from pyinfra import host
 
-from laguna_kit import fleet
+from laguna_kit.domain import fleet
 from laguna_kit.operations.releases import roll_unbroken
 from laguna_kit.operations.server import deploy_locked
 

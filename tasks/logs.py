@@ -3,11 +3,12 @@
 # and each box going down, up or into drain). Reads only.
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes, replicas
 from laguna_kit.boxtools.layout import ROUTER_UNIT
+from laguna_kit.domain import fleet, replicas
+from laguna_kit.knobs import shapes
 from laguna_kit.operations.reports import journal_reported
 
-knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 lines = int(host.data.get("log_lines", 200))
 if "gpu" in fleet.roles(host):

@@ -7,7 +7,6 @@ from pyinfra import host
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server
 
-from laguna_kit import fleet
 from laguna_kit.boxtools.layout import (
     FIREWALL_MONITOR,
     FIREWALL_RULES,
@@ -15,11 +14,12 @@ from laguna_kit.boxtools.layout import (
     TEXTFILE_DIR,
     UNIT_DIR,
 )
-from laguna_kit.facts import memo
+from laguna_kit.domain import fleet
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.monitor import monitor_peers_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.server import service_running
+from laguna_kit.run import memo
 
 d = host.data
 UNITS = [f"{UNIT_DIR}/{GPU_METRICS_UNIT}.service", f"{UNIT_DIR}/{GPU_METRICS_UNIT}.timer"]

@@ -4,9 +4,9 @@
 # folders it needs; an existing model_dir keeps the owner's mode.
 from pyinfra import host, logger
 
-from laguna_kit.hub import HubError, is_pinned, source_checkpoint
+from laguna_kit.domain.hub import HubError, is_pinned, source_checkpoint
+from laguna_kit.knobs.declared import checkpoint_pairs, fetch_arguments
 from laguna_kit.operations.checkpoints import checkpoint_synced
-from laguna_kit.settings import checkpoint_pairs, fetch_arguments
 
 d = host.data
 

@@ -1,13 +1,13 @@
-# The fleet's monitor, on the host with roles = ["monitor"] (the router's host or any tailnet
-# node): Prometheus, Alertmanager and node exporter from the distribution, held like the router;
-# the distribution's own services run with the kit's files (laguna_kit/monitoring.py), bound to
-# the tailnet address. Prometheus scrapes every host of the hosts file, evaluates the kit's
-# alerts and sends them to Alertmanager (receivers: alert_webhook_url, alert_email_to).
+# The fleet's monitor, on the host with roles = ["monitor"] (the router's host or any tailnet node):
+# Prometheus, Alertmanager and node exporter from the distribution, held like the router; the
+# distribution's own services run with the kit's files (laguna_kit/domain/monitoring.py), bound to
+# the tailnet address. Prometheus scrapes every host of the hosts file, evaluates the kit's alerts
+# and sends them to Alertmanager (receivers: alert_webhook_url, alert_email_to).
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit import fleet
 from laguna_kit.boxtools.layout import UNIT_DIR
+from laguna_kit.domain import fleet
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.monitor import ALERTMANAGER_ENV, PROMETHEUS_ENV, monitor_configured
 from laguna_kit.operations.packages import apt_present

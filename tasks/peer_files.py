@@ -10,7 +10,6 @@ from pyinfra import host
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server
 
-from laguna_kit import distribution, fleet
 from laguna_kit.boxtools.layout import (
     FIREWALL_FILE_PEERS,
     FIREWALL_RULES,
@@ -18,20 +17,21 @@ from laguna_kit.boxtools.layout import (
     PEER_FILES_UNIT,
     UNIT_DIR,
 )
-from laguna_kit.facts import memo
-from laguna_kit.hub import HubError, source_checkpoint
+from laguna_kit.domain import fleet, peer_fetch_plan
+from laguna_kit.domain.hub import HubError, source_checkpoint
+from laguna_kit.knobs.declared import checkpoint_pairs
 from laguna_kit.operations.checkpoints import RUN_DIR
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import file_peers_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.server import service_running
-from laguna_kit.settings import checkpoint_pairs
+from laguna_kit.run import memo
 
 d = host.data
 UNIT = f"{UNIT_DIR}/{PEER_FILES_UNIT}"
 NGINX = ("nginx", "nginx-core", "nginx-light", "nginx-full", "nginx-extras")
 
-if distribution.peer_files_on(host):
+if peer_fetch_plan.peer_files_on(host):
     folders = []
     for repo, revision in checkpoint_pairs(d):
         try:

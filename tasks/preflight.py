@@ -3,16 +3,16 @@
 from pyinfra import host, logger
 from pyinfra.facts.server import LinuxDistribution
 
-from laguna_kit import images, readiness, sources
-from laguna_kit.facts import memo
+from laguna_kit.domain import images, package_sources
+from laguna_kit.domain.hub import HubError, source_checkpoint
+from laguna_kit.domain.profiles import ProfileError, render
 from laguna_kit.facts.checkpoints import FileSizes
 from laguna_kit.facts.docker import DockerImage
 from laguna_kit.facts.network import TailscaleStatus
 from laguna_kit.facts.nvidia import NvidiaSmiGpus
-from laguna_kit.hub import HubError, source_checkpoint
+from laguna_kit.knobs.declared import checkpoint_pairs, knobs_of
 from laguna_kit.operations.server import preflight
-from laguna_kit.profiles import ProfileError, render
-from laguna_kit.settings import checkpoint_pairs, knobs_of
+from laguna_kit.run import memo, operator_inputs
 
 d = host.data
 # Reasons to refuse found before the operation runs (hub, serving flags), refused with the rest.
@@ -39,14 +39,14 @@ info, unread = images.info_or_reason(d.image_registry, d.vllm_image)
 need = info[0] if info else None
 if unread:
     logger.warning(f"{host.name}: {unread}; a driver already on the box is judged after the pull")
-reboot = readiness.reboot_reason(
+reboot = operator_inputs.reboot_reason(
     memo.fact(host, NvidiaSmiGpus), need, d.nvidia_driver_replace, d.nvidia_driver_branch
 )
 if reboot and d.nvidia_allow_reboot:
     logger.warning(f"{host.name}: this deploy will reboot the box: {reboot}")
 for problem in (
-    readiness.reboot_problem(reboot, d.nvidia_allow_reboot),
-    readiness.tailnet_problem(memo.fact(host, TailscaleStatus), d.tailscale_auth_key_env),
+    operator_inputs.reboot_problem(reboot, d.nvidia_allow_reboot),
+    operator_inputs.tailnet_problem(memo.fact(host, TailscaleStatus), d.tailscale_auth_key_env),
 ):
     if problem:
         problems.append(problem)
@@ -54,11 +54,11 @@ pulled = bool((memo.fact(host, DockerImage, ref=d.vllm_image) or {}).get("digest
 image_mib = 0 if pulled or not info else int(info[1] * images.UNPACK_FACTOR) >> 20
 docker_root = (d.docker_daemon_config or {}).get("data-root") or "/var/lib/docker"
 try:
-    distro = sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
-    channel = sources.driver_plan(
+    distro = package_sources.distro_of(memo.fact(host, LinuxDistribution)["release_meta"])
+    channel = package_sources.driver_plan(
         distro, d.nvidia_driver_branch, d.nvidia_driver_open, False, "", d.nvidia_cuda_repo
     ).channel
-except sources.SourceError:
+except package_sources.SourceError:
     channel = "its driver table"  # the OS check below names the unsupported distribution
 
 preflight(

@@ -14,7 +14,6 @@ from pyinfra import host
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import files, server
 
-from laguna_kit import images
 from laguna_kit.boxtools.layout import (
     FIREWALL_PULLERS,
     FIREWALL_RULES,
@@ -22,12 +21,13 @@ from laguna_kit.boxtools.layout import (
     REGISTRY_CACHE_UNIT,
     UNIT_DIR,
 )
-from laguna_kit.facts import memo
+from laguna_kit.domain import images
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.imagecache import cache_warm_started
 from laguna_kit.operations.network import cache_clients_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.server import service_running
+from laguna_kit.run import memo
 
 d = host.data
 UNIT = f"{UNIT_DIR}/{REGISTRY_CACHE_UNIT}"

@@ -6,11 +6,13 @@
 # rollback_to each goes to its previous release, if it has one.
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes, replicas, rolls
+from laguna_kit.domain import fleet, replicas
+from laguna_kit.knobs import shapes
 from laguna_kit.operations.releases import release_rolled_back, release_validated
 from laguna_kit.operations.server import deploy_locked
+from laguna_kit.run import gate_failures
 
-knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):  # a router-only host has no releases
     deploy_locked(
@@ -19,7 +21,7 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
         wait_s=host.data.deploy_lock_wait_s,
     )
 
-    rolls.watch(host.state)
+    gate_failures.watch(host.state)
     behind_router = fleet.router_of(host.state.inventory) is not None
     serving = replicas.of(host)
     wanted = host.data.get("rollback_to")
@@ -31,7 +33,7 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
         label = f" ({r.label})" if len(serving) > 1 else ""
         release_rolled_back(
             name=(
-                f"{rolls.GATE_OP} after rolling back, one box at a time{label}"
+                f"{gate_failures.GATE_OP} after rolling back, one box at a time{label}"
                 if gated
                 else "Roll back to the previous release"
                 if to is None
@@ -46,7 +48,7 @@ if "gpu" in fleet.roles(host):  # a router-only host has no releases
             _serial=behind_router,
         )
         release_validated(
-            name=f"{rolls.GATE_OP} on the restored release{label}",
+            name=f"{gate_failures.GATE_OP} on the restored release{label}",
             kit_dir=host.data.kit_dir,
             unit=r.unit,
             auto_rollback=False,

@@ -8,7 +8,6 @@ import json
 from pyinfra import host
 from pyinfra.operations import server
 
-from laguna_kit import fleet, replicas
 from laguna_kit.boxtools.layout import (
     FIREWALL_PEERS,
     FIREWALL_RULES,
@@ -16,6 +15,7 @@ from laguna_kit.boxtools.layout import (
     ROUTER_DRAIN,
     UNIT_DIR,
 )
+from laguna_kit.domain import fleet, replicas
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.router import router_agent_removed, router_peers_allowed
 from laguna_kit.operations.server import service_running

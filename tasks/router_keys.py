@@ -4,10 +4,10 @@
 # named here too, before any change.
 from pyinfra import host
 
-from laguna_kit import fleet, readiness
-from laguna_kit.facts import memo
+from laguna_kit.domain import fleet
 from laguna_kit.facts.network import TailscaleStatus
 from laguna_kit.operations.router import router_keys_present
+from laguna_kit.run import memo, operator_inputs
 
 router_keys_present(
     name="The fleet's API keys are set on this machine",
@@ -15,7 +15,7 @@ router_keys_present(
     file=host.data.router_api_keys_file,
     early_problem=None
     if "gpu" in fleet.roles(host)  # its pre-flight names it with the rest
-    else readiness.tailnet_problem(
+    else operator_inputs.tailnet_problem(
         memo.fact(host, TailscaleStatus), host.data.tailscale_auth_key_env
     ),
 )

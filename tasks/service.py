@@ -1,12 +1,13 @@
 # The champion (or the chosen serving_mode) as a numbered release: the systemd unit rendered from
-# files/laguna-vllm.service.j2 and the profile table, installed and started only when it changed.
-# A box with gpu_count x k cards serves k replicas (laguna_kit/replicas.py), each its own release:
-# one restarts and passes its gate before the next is touched, so the box keeps serving.
+# files/laguna-vllm.service.j2 and the profile table, installed and started only when it changed. A
+# box with gpu_count x k cards serves k replicas (laguna_kit/domain/replicas.py), each its own
+# release: one restarts and passes its gate before the next is touched, so the box keeps serving.
 from pyinfra import host
 
-from laguna_kit import replicas, rolls
+from laguna_kit.domain import replicas
+from laguna_kit.knobs.declared import knobs_of
 from laguna_kit.operations.releases import release_deployed, release_validated, replicas_retired
-from laguna_kit.settings import knobs_of
+from laguna_kit.run import gate_failures
 
 d = host.data
 serving = replicas.of(host)
@@ -21,7 +22,7 @@ for r in serving:
     )
     if r is not serving[-1] and not d.skip_validation:  # the last one: tasks/validate.py
         release_validated(
-            name=f"{rolls.GATE_OP} on {r.label} before the next replica restarts",
+            name=f"{gate_failures.GATE_OP} on {r.label} before the next replica restarts",
             kit_dir=d.kit_dir,
             unit=r.unit,
             keep_releases=d.keep_releases,

@@ -3,12 +3,13 @@
 # router; on the router: each box as the router sees it. Reads only. One report per replica.
 from pyinfra import host
 
-from laguna_kit import fleet, knobtypes, replicas
 from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_UNIT
+from laguna_kit.domain import fleet, replicas
+from laguna_kit.domain.profiles import profile_of
+from laguna_kit.knobs import shapes
 from laguna_kit.operations.reports import router_reported, serving_reported
-from laguna_kit.profiles import profile_of
 
-knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):
     serving = replicas.of(host)

@@ -6,10 +6,11 @@ from pyinfra import host
 from pyinfra.facts.systemd import SystemdStatus
 from pyinfra.operations import server, systemd
 
-from laguna_kit import fleet, knobtypes, replicas
-from laguna_kit.boxcli import release_command
+from laguna_kit.domain import fleet, replicas
+from laguna_kit.domain.box_commands import release_command
+from laguna_kit.knobs import shapes
 
-knobtypes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):
     for r in replicas.of(host):

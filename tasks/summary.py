@@ -2,9 +2,9 @@
 # tailnet, the router's, the release and its gate's figures beside the recipe's), read now.
 from pyinfra import host, logger
 
-from laguna_kit import fleet, replicas
+from laguna_kit.domain import fleet, replicas
+from laguna_kit.domain.profiles import profile_of
 from laguna_kit.operations.reports import deploy_summarized
-from laguna_kit.profiles import profile_of
 
 d = host.data
 # A run limited to some boxes (--limit) leaves the router as it is: it learns of an added box, or

@@ -7,9 +7,10 @@
 # Each replica of a box is gated (tasks/service.py gates all but the last before the next restarts).
 from pyinfra import host, logger
 
-from laguna_kit import replicas, rolls
+from laguna_kit.domain import replicas
 from laguna_kit.operations.network import api_exposure_checked
 from laguna_kit.operations.releases import release_validated
+from laguna_kit.run import gate_failures
 
 d = host.data
 serving = replicas.of(host)
@@ -18,8 +19,8 @@ if d.skip_validation:
 else:
     for r in serving:
         release_validated(
-            name=f"{rolls.GATE_OP}: readiness, smoke, fresh long-context prompt, DFlash acceptance"
-            + (f" ({r.label})" if len(serving) > 1 else ""),
+            name=f"{gate_failures.GATE_OP}: readiness, smoke, fresh long-context prompt, DFlash "
+            "acceptance" + (f" ({r.label})" if len(serving) > 1 else ""),
             kit_dir=d.kit_dir,
             unit=r.unit,
             keep_releases=d.keep_releases,

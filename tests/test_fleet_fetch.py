@@ -23,7 +23,7 @@ import time
 import httpx
 import pytest
 
-from laguna_kit.settings import defaults
+from laguna_kit.knobs.declared import defaults
 from tests.harness import box as boxmod
 from tests.harness import servers, standin_hub
 from tests.harness.deployrun import run_deploy

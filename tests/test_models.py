@@ -295,7 +295,7 @@ def test_offline_mirror_is_pushed_from_the_control_machine_and_verified_the_same
     import subprocess
     import sys
 
-    from laguna_kit.settings import KIT_ROOT
+    from laguna_kit import KIT_ROOT
 
     mirror = tmp_path / "mirror"
     made = subprocess.run(

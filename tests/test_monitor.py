@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from laguna_kit.settings import KIT_ROOT, defaults
+from laguna_kit import KIT_ROOT
+from laguna_kit.knobs.declared import defaults
 from tests.harness import box as boxmod
 from tests.harness.deployrun import run_deploy
 from tests.harness.paths import run_dir, slot

@@ -7,7 +7,7 @@ Drills proved elsewhere, each asserting that nothing was lost:
   shards named and repaired, an index naming a missing shard: test_models.py;
 - gate failure -> automatic rollback, previous release serving: test_service.py;
 - bad inventory or data (unknown knob, wrong type, bad mode name, unsafe values) rejected before any
-  host is contacted: test_hostsfile.py.
+  host is contacted: tests/unit/knobs/test_hostsfile.py.
 Here: the fleet end to end over the tailnet, pyinfra's own counts on a second run, a rolling upgrade
 measured by a client polling every endpoint, a roll stopped at the first failed gate, a box rebooted
 mid-deploy, and secrets absent from every output, log and file.
@@ -149,7 +149,7 @@ def test_rolling_upgrade_keeps_n_minus_1_serving(fleet, deploy):
 def test_roll_stops_at_the_first_failed_gate_and_rolls_that_box_back(fleet, sandbox):
     """Typed as an operator does, without -y, at a terminal, pressing Enter at every prompt:
     pyinfra asks "One of more hosts failed, continue?" after the failed gate and Enter goes on,
-    so the kit itself stops the roll (laguna_kit/rolls.py)."""
+    so the kit itself stops the roll (laguna_kit/run/gate_failures.py)."""
     boxes, _ = fleet
     # Every box's "GPUs" die like the Marlin-workspace OOM on prompts over 200K (context-first's
     # gate is 250K), so whichever box pyinfra's --serial takes first (its order is not the hosts

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from laguna_kit import settings
+from laguna_kit.knobs import declared
 from tests.harness import servers, standin_hub
 
 UNIT = "/etc/systemd/system/laguna-vllm.service"
@@ -131,7 +131,7 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
     assert digest.endswith(rel["spec"]["image_digest"])
     assert rel["spec"]["target_revision"] == "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb"
     # A converged re-run changes nothing and asks the box little: each read-only fact once (the
-    # run's memory, laguna_kit/facts/memo.py), many files judged by one command (files_synced).
+    # run's memory, laguna_kit/run/memo.py), many files judged by one command (files_synced).
     second = deploy(b, args=["--debug"])
     assert second.ok and second.changed() == [], second.changed()
     commands = second.stderr.count("Running command on ")
@@ -301,7 +301,7 @@ def test_crash_loop_stops_with_the_first_failure_in_the_journal_and_deploy_recov
             time.sleep(3)
         assert state == "failed", state
         log = b.run(f"journalctl -u laguna-vllm --no-pager --since @{since}").stdout
-        burst = settings.defaults()["start_limit_burst"]
+        burst = declared.defaults()["start_limit_burst"]
         assert log.count("has no config.json") == burst, log[-3000:]
         assert "Start request repeated too quickly" in log
         assert b.run("systemctl show laguna-vllm -p NRestarts --value").stdout.strip() == str(burst)

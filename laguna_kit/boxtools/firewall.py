@@ -31,7 +31,7 @@ import time
 
 TABLE = ("inet", "laguna_kit")
 # Each arming is a new `<name>:<ns>` timer: systemd refuses a transient unit whose name it still
-# holds (see laguna_kit/boxcli.py); the bare name is the one earlier kits used.
+# holds (see laguna_kit/domain/box_commands.py); the bare name is the one earlier kits used.
 REVERT_UNIT = "laguna-firewall-revert"
 REVERT_UNITS = [f"{REVERT_UNIT}{run}.{kind}" for run in (":*", "") for kind in ("timer", "service")]
 

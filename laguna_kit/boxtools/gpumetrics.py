@@ -23,8 +23,8 @@ import re
 import subprocess
 import sys
 
-from .layout import REPLICAS, gate_result
-from .release import Releases, read_json
+from .layout import REPLICAS
+from .release.store import Store
 
 MIB = 1 << 20
 
@@ -183,13 +183,13 @@ def release_lines(kit_dir: str) -> list[str]:
     first labelled replica="n")."""
     info, gates, decodes = [], [], []
     for replica, state_dir in replica_dirs(kit_dir):
-        rel = Releases(kit_dir, "", state_dir)  # the release manager reads its own layout
+        rel = Store(kit_dir, "", state_dir)  # the release manager's own layout
         meta = rel.current_meta()
         n = meta.get("number")
         if not isinstance(n, int):
             continue
         perf = rel.perf(n) or {}
-        gate = read_json(gate_result(state_dir)) or {}
+        gate = rel.gate_result()
         ident = labels(
             {
                 "release": n,

@@ -7,9 +7,9 @@ import shlex
 
 from pyinfra.api import FactBase
 
-from ..boxcli import running
 from ..boxtools.layout import VERIFIED_RECORD
-from . import sections
+from ..domain.box_commands import running
+from . import multipart
 
 
 class FileSizes(FactBase):
@@ -73,7 +73,7 @@ class CheckpointState(FactBase):
             }
         return {
             "stats": stats,
-            "state": sections.load_json(sections.split(output, ["__STATE__"])["__STATE__"]),
+            "state": multipart.load_json(multipart.split(output, ["__STATE__"])["__STATE__"]),
         }
 
 

@@ -7,8 +7,8 @@ import shlex
 
 from pyinfra.api import FactBase
 
-from ..boxcli import tool_command
-from . import sections
+from ..domain.box_commands import tool_command
+from . import multipart
 
 
 class TailscaleStatus(FactBase):
@@ -26,7 +26,7 @@ class TailscaleStatus(FactBase):
         return "tailscale status --json 2>/dev/null || echo '{}'"
 
     def process(self, output):
-        return sections.load_json(output)
+        return multipart.load_json(output)
 
 
 class Listeners(FactBase):
@@ -64,7 +64,7 @@ class Listeners(FactBase):
         )
 
     def process(self, output):
-        parts = sections.split(
+        parts = multipart.split(
             ["__SS__", *output],
             ["__SS__", "__CGROUPS__", "__KIT__", "__POLICY__", "__BRIDGES__", "__SSHD__"],
         )
@@ -147,4 +147,4 @@ class FirewallState(FactBase):
         )
 
     def process(self, output):
-        return dict(self.default(), **sections.load_json(output))
+        return dict(self.default(), **multipart.load_json(output))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyinfra.api import FactBase
 
-from .. import hardware
+from ..domain import hardware
 
 
 class NvidiaSmiGpus(FactBase):

@@ -6,8 +6,8 @@ import shlex
 
 from pyinfra.api import FactBase
 
-from ..boxcli import release_command
-from . import sections
+from ..domain.box_commands import release_command
+from . import multipart
 
 
 class ReleaseState(FactBase):
@@ -35,4 +35,4 @@ class ReleaseState(FactBase):
         return f"if [ -x {launcher} ]; then {state}; fi"
 
     def process(self, output):
-        return dict(self.default(), **sections.load_json(output))
+        return dict(self.default(), **multipart.load_json(output))

@@ -7,7 +7,7 @@ import shlex
 
 from pyinfra.api import FactBase
 
-from ..boxcli import tool_command
+from ..domain.box_commands import tool_command
 
 
 class FreeSpaceMiB(FactBase):

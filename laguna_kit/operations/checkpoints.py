@@ -18,9 +18,10 @@ from pyinfra.api import (
 )
 from pyinfra.facts.server import Command
 
-from .. import distribution, hub, interrupt, progress
-from ..boxcli import running, systemd_run, tool_command, transient
+from ..domain import hub, peer_fetch_plan
+from ..domain.box_commands import running, systemd_run, tool_command, transient
 from ..facts.checkpoints import CheckpointState
+from ..run import download_progress, interrupt
 from .secrets import SECRETS_DIR, secret_path
 
 
@@ -85,10 +86,10 @@ class Fetch:
         """Start the download as a transient unit that outlives this SSH session, unless it runs
         already (or, with keep_finished, already ended well in this run). The token goes in on
         stdin, into a file on /run that the fetch deletes once read. In a fleet, the fleet's peers
-        are its first sources (laguna_kit/distribution.py)."""
+        are its first sources (laguna_kit/domain/peer_fetch_plan.py)."""
         token = os.environ.get(self.token_var) or ""
         args = [*self.args, *(["--token-file", self.token_file] if token else [])]
-        doc = distribution.sources_doc(
+        doc = peer_fetch_plan.sources_doc(
             host, self.ckpt, hub.manifest(self.ckpt)["files"], os.path.basename(self.progress)
         )
         if doc is not None:
@@ -143,13 +144,13 @@ def wait_for_fetch(host, unit: str, progress_path: str) -> None:
         except ValueError:
             rec = None
         now = time.monotonic()
-        if rec and (not going or last is None or now - last >= progress.PRINT_EVERY_S):
-            logger.info(f"[{host.name}] download {progress.line(rec)}")
+        if rec and (not going or last is None or now - last >= download_progress.PRINT_EVERY_S):
+            logger.info(f"[{host.name}] download {download_progress.line(rec)}")
             last = now
         if not going:
             return
         interrupt.check()
-        time.sleep(progress.POLL_S)
+        time.sleep(download_progress.POLL_S)
         interrupt.check()
 
 
@@ -245,7 +246,7 @@ def checkpoint_synced(
     prints the download's progress at least every 30 s. The hub token reaches the box only on a
     command's stdin (operations/secrets.py), never in a command line.
 
-    + ckpt: the hub's description of the pinned commit (laguna_kit.hub.Checkpoint)
+    + ckpt: the hub's description of the pinned commit (laguna_kit.domain.hub.Checkpoint)
     + dest: the checkpoint folder on the box
     + endpoint: the hub
     + token_var: the control machine's environment variable with the hub token

@@ -13,10 +13,10 @@ from pyinfra.api import OperationError, operation
 from pyinfra.facts.server import Command
 from pyinfra.operations import files as pyinfra_files
 
-from .. import fleet
-from ..boxcli import running, systemd_run
-from ..facts import memo
+from ..domain import fleet
+from ..domain.box_commands import running, systemd_run
 from ..facts.docker import RELOADED, DockerEngine, DockerImage
+from ..run import memo
 from .files import deep_merge, read_json
 
 

@@ -14,9 +14,9 @@ from pyinfra.api.util import get_template
 from pyinfra.facts.files import FileContents
 from pyinfra.operations import files as pyinfra_files
 
-from ..facts import memo
+from .. import KIT_ROOT
 from ..facts.files import FileHashes
-from ..settings import KIT_ROOT
+from ..run import memo
 
 
 def deep_merge(base: dict, wanted: dict) -> dict:

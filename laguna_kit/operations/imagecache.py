@@ -10,10 +10,10 @@ from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, operation
 from pyinfra.facts.server import Command
 
-from .. import fleet, interrupt, progress
-from ..boxcli import running, systemd_run, tool_command
-from ..facts import memo
+from ..domain import fleet
+from ..domain.box_commands import running, systemd_run, tool_command
 from ..facts.docker import DockerImage
+from ..run import download_progress, interrupt, memo
 
 WARM_UNIT = "laguna-cache-warm"
 
@@ -115,8 +115,8 @@ def _wait(box, cache, kit_dir, image, digest, grace_s) -> None:
                 "cache-warm.log there)"
             )
             return
-        if time.monotonic() - last_said >= progress.PRINT_EVERY_S:
+        if time.monotonic() - last_said >= download_progress.PRINT_EVERY_S:
             logger.info(f"[{box.name}] waiting for the image cache {cache.name} to hold {image}")
             last_said = time.monotonic()
         interrupt.check()
-        time.sleep(progress.POLL_S)
+        time.sleep(download_progress.POLL_S)

@@ -1,5 +1,5 @@
 """The fleet's monitor: Prometheus and Alertmanager from the distribution, configured by the kit
-(laguna_kit/monitoring.py), and each host's side of it (the firewall lets the monitor alone
+(laguna_kit/domain/monitoring.py), and each host's side of it (the firewall lets the monitor alone
 scrape it)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from .. import fleet, monitoring, replicas
 from ..boxtools.layout import MONITOR_DIR
+from ..domain import fleet, monitoring, replicas
 from .files import files_synced
 from .router import peers_synced
 

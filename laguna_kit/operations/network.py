@@ -10,10 +10,9 @@ import socket
 from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 
-from .. import readiness
-from ..boxcli import tool_command
-from ..facts import memo
+from ..domain.box_commands import tool_command
 from ..facts.network import FirewallState, Listeners, TailscaleStatus
+from ..run import memo, operator_inputs
 from .secrets import secret_path, with_secret
 from .server import hold_lock
 
@@ -40,7 +39,7 @@ def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: 
     if st.get("BackendState") == "Running":
         host.noop(f"on the tailnet as {', '.join(st.get('Self', {}).get('TailscaleIPs', []))}")
         return
-    problem = readiness.tailnet_problem(st, auth_key_env)  # the pre-flight's own rule
+    problem = operator_inputs.tailnet_problem(st, auth_key_env)  # the pre-flight's own rule
     if problem:
         if not host.state.is_executing:
             host.noop("joined once tailscaled runs")
@@ -286,7 +285,7 @@ def cache_clients_allowed(kit_dir: str, rules: str, peers_file: str):
     + rules: the kit's rules file (it includes `peers_file`)
     + peers_file: the set elements
     """
-    from .. import fleet
+    from ..domain import fleet
     from .router import peers_synced
 
     boxes = [h for h in fleet.gpu_hosts(host.state.inventory) if h.name != host.name]
@@ -304,7 +303,7 @@ def file_peers_allowed(kit_dir: str, rules: str, peers_file: str):
     + rules: the kit's rules file (it includes `peers_file`)
     + peers_file: the set elements
     """
-    from .. import fleet
+    from ..domain import fleet
     from .router import peers_synced
 
     others = [h for h in fleet.gpu_hosts(host.state.inventory) if h.name != host.name]

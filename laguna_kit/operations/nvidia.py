@@ -7,11 +7,11 @@ import time
 from pyinfra import host
 from pyinfra.api import OperationError, operation
 
-from .. import hardware, images, interrupt
-from ..facts import memo
+from ..domain import hardware, images
 from ..facts.docker import DockerImage
 from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus, PciGpus
 from ..facts.server import BoxBasics
+from ..run import interrupt, memo
 from .files import read_json
 
 

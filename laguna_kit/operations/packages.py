@@ -10,8 +10,8 @@ from pyinfra.api import operation
 from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.server import Command
 
-from ..facts import memo
 from ..facts.packages import VenvPackages, canonical
+from ..run import memo
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
 # Another apt or dpkg (Ubuntu's unattended-upgrades holds the locks for minutes after a first

@@ -10,13 +10,13 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import FileUploadCommand, FunctionCommand, OperationError, operation
 
-from .. import replicas, rolls
-from ..boxcli import release_command, transient
 from ..boxtools.layout import UNIT_DIR
-from ..facts import memo
+from ..domain import replicas
+from ..domain.box_commands import release_command, transient
+from ..domain.profiles import render_release
 from ..facts.docker import DockerImage
 from ..facts.releases import ReleaseState
-from ..profiles import render_release
+from ..run import gate_failures, memo
 
 
 def replica_state(kit_dir: str, state_dir: str | None) -> dict:
@@ -219,7 +219,7 @@ def release_rolled_back(
 
 
 def refuse_after_a_failed_gate(state, host) -> None:
-    failed = [name for name in rolls.failed_gates(state) if name != host.name]
+    failed = [name for name in gate_failures.failed_gates(state) if name != host.name]
     if failed:
         raise OperationError(
             f"{host.name}: the gate failed on {', '.join(failed)} earlier in this run: not rolled "
@@ -240,11 +240,11 @@ def roll_unbroken():
 
         roll_unbroken(name="The roll goes on only while every gate passed")
     """
-    rolls.watch(host.state)
+    gate_failures.watch(host.state)
     if not host.state.is_executing:
         host.noop("checked as the run reaches this box")
         return
-    failed = [name for name in rolls.failed_gates(host.state) if name != host.name]
+    failed = [name for name in gate_failures.failed_gates(host.state) if name != host.name]
     if failed:
         why = (
             f"{host.name}: the gate failed on {', '.join(failed)} earlier in this run: the roll "

@@ -6,14 +6,14 @@ from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.server import Command
 
-from .. import fleet, progress, summary
 from ..boxtools.layout import FIREWALL_RULES, ROUTER_ADMIN_SOCKET, ROUTER_UNIT
-from ..facts import memo
+from ..domain import fleet
 from ..facts.checkpoints import DownloadProgress
 from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
 from ..facts.router import RouterStatus
+from ..run import download_progress, memo, summary
 from .releases import replica_state
 
 FIREWALL_PROBLEMS = {
@@ -85,11 +85,11 @@ def download_lines(records: list[dict]) -> list[str]:
     out = []
     for rec in records:
         if rec.get("unit") in ("active", "activating"):
-            out.append(f"download running: {progress.line(rec)}")
+            out.append(f"download running: {download_progress.line(rec)}")
         elif rec.get("state") != "verified":
             out.append(
-                f"PROBLEM: download ended unfinished: {progress.line(rec)}; re-run deploy.py "
-                "to resume (the bytes received are kept)"
+                f"PROBLEM: download ended unfinished: {download_progress.line(rec)}; re-run "
+                "deploy.py to resume (the bytes received are kept)"
             )
     return out
 

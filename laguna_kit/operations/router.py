@@ -1,7 +1,7 @@
 """The fleet router (HAProxy) and the boxes' side of it: firewall peers and the drain agent.
 
-Both read the other side's tailnet addresses as they run (laguna_kit/fleet.py), so a first deploy
-of a whole fleet wires router and boxes in the same run.
+Both read the other side's tailnet addresses as they run (laguna_kit/domain/fleet.py), so a first
+deploy of a whole fleet wires router and boxes in the same run.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from .. import fleet, replicas
-from ..boxcli import tool_command
 from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN
+from ..domain import fleet, replicas
+from ..domain.box_commands import tool_command
 from ..facts.files import FileHashes
 from ..facts.router import HaproxyBuild
 from .files import files_synced, kit_file

@@ -9,11 +9,11 @@ from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
 from pyinfra.facts.server import Command, LinuxDistribution
 
-from .. import connection, hardware, images, interrupt
-from ..boxcli import LOCK_HOLDER
-from ..facts import memo
+from ..domain import hardware, images
+from ..domain.box_commands import LOCK_HOLDER
 from ..facts.nvidia import NvidiaSmiGpus
 from ..facts.server import BoxBasics, DeployLock, FreeSpaceMiB, UnitStates
+from ..run import interrupt, memo, ssh_connection
 from .nvidia import gpus_seen
 
 SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
@@ -151,7 +151,7 @@ _LOCKED_OVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host ->
 
 def hold_lock(host, kit_dir: str, wait_s: int) -> None:
     """This run holds the box's deploy lock (again after a reconnect), or fails naming who."""
-    transport = connection.transport(host)
+    transport = ssh_connection.transport(host)
     if transport is not None and _LOCKED_OVER.get(host) is transport:
         return  # taken over this very connection already: it lasts as long as the connection
     got = host.get_fact(DeployLock, kit_dir=kit_dir, holder=LOCK_HOLDER, wait=wait_s)

@@ -3,7 +3,8 @@
 # pull through the cache; without the driver step, the service or the gate.
 from pyinfra import host
 
-from laguna_kit import fleet, steps
+from laguna_kit.domain import fleet
+from laguna_kit.run import steps
 
 gpu = "gpu" in fleet.roles(host)
 if gpu:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from laguna_kit import settings
+from laguna_kit.knobs import declared
 
 from . import nvidia_repos, rootfs
 from .errors import HarnessError
@@ -33,7 +33,7 @@ STANDINS = HERE / "standin_packages"
 # Versions the hand-made stand-ins claim (NVIDIA's repositories: nvidia_repos.py).
 VERSIONS = {"TAILSCALE_VERSION": "1.90.6"}
 # What the box-side venv installs (the kit's own pins); pip resolves their dependencies.
-BOX_WHEELS = settings.defaults()["box_venv_packages"]
+BOX_WHEELS = declared.defaults()["box_venv_packages"]
 
 
 def _run(cmd, **kw):

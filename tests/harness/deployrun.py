@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from laguna_kit.settings import KIT_ROOT
+from laguna_kit import KIT_ROOT
 
 from .box import TAILNET_NS
 from .paths import run_dir

@@ -28,7 +28,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from laguna_kit import settings
+from laguna_kit.knobs import declared
 
 from .errors import HarnessError
 
@@ -36,7 +36,7 @@ HERE = Path(__file__).parent / "standin_nvidia"
 # driver branch -> (version, the CUDA version its nvidia-smi reports): 580 is CUDA 13.0 (a real
 # 580.159.04 machine reports 13.0: tests/data/nvidia-smi); 590 reports 13.1 (derived).
 BRANCHES = {"580": ("580.95.05", "13.0"), "590": ("590.48.01", "13.1")}
-TOOLKIT_VERSIONS = [settings.defaults()["nvidia_toolkit_version"], "1.18.0-1"]
+TOOLKIT_VERSIONS = [declared.defaults()["nvidia_toolkit_version"], "1.18.0-1"]
 LIBDIR = "usr/lib/x86_64-linux-gnu"
 
 

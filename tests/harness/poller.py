@@ -59,7 +59,7 @@ class OnTheTailnet:
     def __init__(self, module: str, *args: str, out: str, stop_timeout: float = 30):
         import subprocess
 
-        from laguna_kit.settings import KIT_ROOT
+        from laguna_kit import KIT_ROOT
 
         from .box import TAILNET_NS
         from .paths import run_dir

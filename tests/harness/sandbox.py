@@ -133,8 +133,8 @@ class Sandbox:
     def write_hosts(
         self, path: Path, boxes=None, data: dict | None = None, via_tailnet: bool = False
     ) -> Path:
-        """A hosts file (laguna_kit/hostsfile.py format) for `boxes`, with harness data and `data`
-        on top.
+        """A hosts file (laguna_kit/knobs/hostsfile.py format) for `boxes`, with harness data and
+        `data` on top.
 
         `via_tailnet`: the boxes' tailnet addresses, for a control machine that is a tailnet peer.
         """

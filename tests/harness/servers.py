@@ -44,9 +44,9 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 def kit_image() -> str:
     """The image reference the kit pulls, read from the kit's own group_data (one source of
     truth)."""
-    from laguna_kit import settings
+    from laguna_kit.knobs import declared
 
-    return settings.defaults()["vllm_image"]
+    return declared.defaults()["vllm_image"]
 
 
 class Servers:

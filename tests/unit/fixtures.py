@@ -27,8 +27,9 @@ from types import SimpleNamespace
 from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
-from laguna_kit import hardware, hub, profiles, settings
-from laguna_kit.facts import memo
+from laguna_kit.domain import hardware, hub, profiles
+from laguna_kit.knobs import declared
+from laguna_kit.run import memo
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 def cases(kind: str) -> list[tuple[str, str, Path]]:
     """(module.Name, case, path) of every fixture under facts/ or operations/."""
     out = []
-    for folder in sorted((HERE / kind).iterdir()):
+    for folder in sorted(p for p in (HERE / kind).iterdir() if p.is_dir() and "." in p.name):
         for path in sorted(folder.glob("*.json")):
             out.append((folder.name, path.stem, path))
     return out
@@ -68,7 +69,7 @@ def _releases(value):
     spec = (value.get("current") or {}).get("spec")
     if isinstance(spec, str) and spec.startswith("rendered:"):
         current = dict(
-            value["current"], spec=profiles.render_release(settings.defaults(), spec[9:])[0]
+            value["current"], spec=profiles.render_release(declared.defaults(), spec[9:])[0]
         )
         return dict(value, current=current)
     return value
@@ -84,7 +85,7 @@ ARG_TYPES = {
     "ckpt": lambda v: hub.Checkpoint(
         v["repo"], v["commit"], tuple(hub.HubFile(**f) for f in v["files"])
     ),
-    "knobs": lambda v: dict(settings.defaults(), **v),
+    "knobs": lambda v: dict(declared.defaults(), **v),
     "files": lambda v: [(text.encode(), dest, mode) for text, dest, mode in v],
 }
 
@@ -150,14 +151,14 @@ def operation_output(name: str, case: dict):
     state = SimpleNamespace(
         is_executing=case.get("executing", True),
         config=SimpleNamespace(DIFF=False),
-        cwd=str(settings.KIT_ROOT),
+        cwd=str(declared.KIT_ROOT),
         # what the run remembered so far ("laguna_failed_gates": boxes whose gate failed)
         **{k: set(v) if isinstance(v, list) else v for k, v in case.get("state", {}).items()},
     )
     host = FakeHost(case.get("facts", {}), case.get("data", {}), state)
     state.inventory = []
     for other in case.get("inventory", []):
-        h = FakeHost(other.get("facts", {}), dict(settings.defaults(), **other["data"]), state)
+        h = FakeHost(other.get("facts", {}), dict(declared.defaults(), **other["data"]), state)
         h.name = other["name"]
         state.inventory.append(h)
     with ctx_state.use(state), ctx_host.use(host):
@@ -173,3 +174,21 @@ def upload_text(cmd) -> str | None:
 
 def read(path: Path) -> dict:
     return json.loads(path.read_text())
+
+
+def case(name: str) -> dict:
+    """An operation fixture by its path under operations/ ("router.router_configured/x.json")."""
+    return json.loads((HERE / "operations" / name).read_text())
+
+
+def uploads(name, doc):
+    """{dest: bytes} of the files an operation writes: uploads, and private files fed on stdin."""
+    commands, _ = operation_output(name, doc)
+    out = {}
+    for c in commands:
+        if isinstance(c, FileUploadCommand):
+            out[c.dest.removesuffix(".laguna-new")] = c.src.getvalue()
+        elif isinstance(c, StringCommand) and c.connector_arguments.get("_stdin") is not None:
+            dest = str(c).rsplit("> ", 1)[1].removesuffix(".laguna-new")
+            out[dest] = c.connector_arguments["_stdin"].encode()
+    return out

@@ -7,56 +7,23 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from laguna_kit.profiles import CONTAINER_CACHE, render
-from laguna_kit.settings import KIT_ROOT, defaults
+from laguna_kit import KIT_ROOT
 
-STANDIN = KIT_ROOT / "tests/harness/standin_vllm/vllm_standin.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from . import standin_vllm
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The stand-in with the champion's vLLM arguments, its cache in a temporary folder."""
-    cache = tmp_path_factory.mktemp("hf-cache")
-    knobs = defaults()
-    for repo in (knobs["target_repo"], knobs["drafter_repo"]):
-        folder = cache / repo.split("/")[-1]
-        folder.mkdir()
-        (folder / "config.json").write_text("{}")
-    port = free_port()
-    args = [a.replace(CONTAINER_CACHE, str(cache)) for a in render(knobs).vllm_args]
-    args[args.index("--host") + 1] = "127.0.0.1"
-    args[args.index("--port") + 1] = str(port)
-    proc = subprocess.Popen(
-        [sys.executable, str(STANDIN), *args],
-        env=dict(os.environ, STANDIN_LOAD_SECONDS="0"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
+    with standin_vllm.serving(tmp_path_factory.mktemp("hf-cache")) as address:
+        yield address
 
 
 def api_blocks(lang: str) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from laguna_kit.settings import KIT_ROOT
+from laguna_kit import KIT_ROOT
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -67,7 +67,7 @@ def test_a_deploy_runs_as_an_ordinary_user_up_to_the_connection(user_dir):
 
 
 def test_an_unreadable_hosts_file_is_named_not_a_traceback(user_dir):
-    from laguna_kit.hostsfile import HostsFileError, load
+    from laguna_kit.knobs.hostsfile import HostsFileError, load
 
     hosts = user_dir / "hosts.toml"
     hosts.write_text("[[hosts]]\n")
@@ -82,7 +82,7 @@ def test_an_unreadable_hosts_file_is_named_not_a_traceback(user_dir):
             *prefix,
             sys.executable,
             "-c",
-            f"from laguna_kit.hostsfile import load; load({str(hosts)!r})",
+            f"from laguna_kit.knobs.hostsfile import load; load({str(hosts)!r})",
         ],
         cwd=KIT_ROOT,
         capture_output=True,

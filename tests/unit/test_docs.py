@@ -7,10 +7,11 @@ import tomllib
 
 import pytest
 
-from laguna_kit.boxcli import BOX_TOOLS
-from laguna_kit.hostsfile import CONNECTION_FIELDS, EXTRA_KNOBS, SSH_FIELDS
-from laguna_kit.profiles import PROFILE_FIELDS
-from laguna_kit.settings import KIT_ROOT, defaults
+from laguna_kit import KIT_ROOT
+from laguna_kit.domain.box_commands import BOX_TOOLS
+from laguna_kit.domain.profiles import PROFILE_FIELDS
+from laguna_kit.knobs.declared import defaults
+from laguna_kit.knobs.hostsfile import CONNECTION_FIELDS, EXTRA_KNOBS, SSH_FIELDS
 
 DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md"]
 KNOBS = set(defaults()) | set(EXTRA_KNOBS)

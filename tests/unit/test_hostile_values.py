@@ -1,6 +1,6 @@
 """Every value that crosses from a box, the hub or the hosts file into a rendered file or a command
 is parsed to its type or refused: newlines, quotes, `$( )`, spaces and oversize values included
-(laguna_kit/knobtypes.py, fleet.tailnet_addresses, hub.checkpoint, boxtools/names.py)."""
+(laguna_kit/knobs/shapes.py, fleet.tailnet_addresses, hub.checkpoint, boxtools/names.py)."""
 
 import json
 import threading
@@ -10,13 +10,16 @@ import pytest
 from pyinfra.api import OperationError
 from pyinfra.api.exceptions import DeployError
 
-from laguna_kit import fleet, hub, knobtypes, profiles, settings
-from laguna_kit.boxtools import fetch, names
-from laguna_kit.hostsfile import EXTRA_KNOBS, HostsFileError, load
+from laguna_kit.boxtools import names
+from laguna_kit.boxtools.fetch.errors import FetchError
+from laguna_kit.boxtools.fetch.run import sync
+from laguna_kit.domain import fleet, hub, profiles
+from laguna_kit.knobs import declared, shapes
+from laguna_kit.knobs.hostsfile import EXTRA_KNOBS, HostsFileError, load
 
 from .fixtures import HERE, operation_output
 
-DEFAULTS = settings.defaults()
+DEFAULTS = declared.defaults()
 HOSTILE = {
     "newline": "x\nflush chain inet laguna_kit input",
     "quote": "x' ; id #",
@@ -48,9 +51,9 @@ def toml_value(value):
 
 
 def test_every_knob_has_a_type_and_every_default_has_it():
-    assert set(knobtypes.CHECKS) == set(DEFAULTS) | set(EXTRA_KNOBS)
+    assert set(shapes.CHECKS) == set(DEFAULTS) | set(EXTRA_KNOBS)
     for name, value in DEFAULTS.items():
-        assert knobtypes.problem(name, value) is None, (name, value)
+        assert shapes.problem(name, value) is None, (name, value)
 
 
 STRING_KNOBS = sorted(k for k, v in DEFAULTS.items() if isinstance(v, str))
@@ -61,7 +64,7 @@ STRING_KNOBS = sorted(k for k, v in DEFAULTS.items() if isinstance(v, str))
 def test_hostile_text_in_a_string_knob_is_refused_when_the_hosts_file_is_read(tmp_path, knob, kind):
     value = HOSTILE[kind]
     if knob in FREE_TEXT and kind not in ("newline", "oversize"):
-        assert knobtypes.problem(knob, value) is None  # quoted wherever it goes: see below
+        assert shapes.problem(knob, value) is None  # quoted wherever it goes: see below
         return
     with pytest.raises(HostsFileError, match=f"knob {knob}"):
         load(hosts_file(tmp_path, f"{knob} = {toml_value(value)}"))
@@ -92,8 +95,8 @@ def test_hostile_items_in_lists_tables_and_numbers_are_refused(tmp_path, knob, v
 
 
 def test_a_hostile_serving_profile_is_refused():
-    assert knobtypes.problem("serving_profiles", {"champion; id": {"max_model_len": 1}})
-    assert knobtypes.problem("serving_profiles", {"champion": {"max_model_len": "1 --x"}})
+    assert shapes.problem("serving_profiles", {"champion; id": {"max_model_len": 1}})
+    assert shapes.problem("serving_profiles", {"champion": {"max_model_len": "1 --x"}})
 
 
 def test_a_kit_dir_with_a_space_is_refused_so_the_drain_test_cannot_fail_open(tmp_path):
@@ -101,7 +104,7 @@ def test_a_kit_dir_with_a_space_is_refused_so_the_drain_test_cannot_fail_open(tm
     with pytest.raises(HostsFileError, match="knob kit_dir"):
         load(hosts_file(tmp_path, 'kit_dir = "/opt/my kit"'))
     for bad in ("opt/laguna", "/opt/../etc", "/opt//x", "/opt/x/"):
-        assert knobtypes.problem("kit_dir", bad), bad
+        assert shapes.problem("kit_dir", bad), bad
 
 
 @pytest.mark.parametrize(
@@ -135,13 +138,13 @@ class FakeHost:
 
 
 def test_data_from_the_command_line_is_checked_like_the_hosts_file():
-    knobtypes.refuse_bad(FakeHost())  # the defaults pass
+    shapes.refuse_bad(FakeHost())  # the defaults pass
     with pytest.raises(DeployError, match="knob router_session_header"):
-        knobtypes.refuse_bad(FakeHost(router_session_header="X-Id\n    stats socket /tmp/a"))
+        shapes.refuse_bad(FakeHost(router_session_header="X-Id\n    stats socket /tmp/a"))
     with pytest.raises(DeployError, match="knob tailscale_hostname"):
-        knobtypes.refuse_bad(FakeHost(tailscale_hostname="box --accept-routes"))
+        shapes.refuse_bad(FakeHost(tailscale_hostname="box --accept-routes"))
     with pytest.raises(DeployError, match="knob rollback_to"):
-        knobtypes.refuse_bad(FakeHost(rollback_to="2; id"))
+        shapes.refuse_bad(FakeHost(rollback_to="2; id"))
 
 
 def test_free_text_reaches_the_unit_quoted_word_for_word():
@@ -290,8 +293,8 @@ def test_the_box_fetch_refuses_a_manifest_whose_revision_is_no_commit(tmp_path):
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps({"revision": "../../etc", "files": []}))
     args = type("A", (), {"manifest": str(manifest), "repo": "poolside/x", "dest": str(tmp_path)})
-    with pytest.raises(fetch.FetchError, match="is not a commit"):
-        fetch.sync(args)
+    with pytest.raises(FetchError, match="is not a commit"):
+        sync(args)
 
 
 # --- the deploy lock's holder -----------------------------------------------------------------
@@ -301,11 +304,11 @@ def test_two_runs_with_the_same_user_host_and_pid_hold_different_locks(monkeypat
     import importlib
     import os
 
-    from laguna_kit import boxcli
+    from laguna_kit.domain import box_commands
 
     monkeypatch.setattr(os, "getpid", lambda: 4242)
-    one = importlib.reload(boxcli).LOCK_HOLDER
-    two = importlib.reload(boxcli).LOCK_HOLDER
+    one = importlib.reload(box_commands).LOCK_HOLDER
+    two = importlib.reload(box_commands).LOCK_HOLDER
     monkeypatch.undo()
-    importlib.reload(boxcli)
+    importlib.reload(box_commands)
     assert one != two and "pid 4242" in one and "pid 4242" in two

@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from laguna_kit.settings import KIT_ROOT
+from laguna_kit import KIT_ROOT
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 

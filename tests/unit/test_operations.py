@@ -41,8 +41,9 @@ def test_every_operation_has_a_fixture():
 
 def test_the_reboot_wait_after_the_driver_is_the_knob(monkeypatch):
     """nvidia_reboot_timeout_s reaches the wait (a server with many GPUs may POST for minutes)."""
+    from laguna_kit import KIT_ROOT
+    from laguna_kit.knobs.declared import defaults
     from laguna_kit.operations import server
-    from laguna_kit.settings import KIT_ROOT, defaults
 
     from .fixtures import HERE, operation_output
 

@@ -433,6 +433,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 HELD = []  # the open lock files of this server's cards: held while it lives
+LOCK_DIR = os.environ.get("STANDIN_GPU_LOCK_DIR", "/dev/shm")
 
 
 def claim_gpus():
@@ -441,8 +442,10 @@ def claim_gpus():
     each worker takes gpu_memory_utilization of its card, so a second server on a card already
     taken fails at startup with vLLM's own ValueError (vllm/v1/worker/gpu_worker.py: "Free memory
     on device (6.92/8.0 GiB) on startup is less than desired GPU memory utilization (0.9, 7.2
-    GiB)"). A card taken = a lock held on /dev/shm/standin-gpu-<index> (the box's /dev/shm, shared
-    by every container run with --ipc=host, as the kit runs them)."""
+    GiB)"). A card taken = a lock held on <STANDIN_GPU_LOCK_DIR>/standin-gpu-<index>: on a box the
+    box's /dev/shm, shared by every container run with --ipc=host, as the kit runs them; the fast
+    tier gives each run a folder of its own (tests/unit/conftest.py), so a root harness run leaves
+    nothing another user's fast tier opens."""
     import fcntl
 
     tp = int(FLAGS.get("tensor-parallel-size", 1))
@@ -457,7 +460,7 @@ def claim_gpus():
         sys.exit(1)
     gmu = float(FLAGS.get("gpu-memory-utilization", 0.92))
     for card in (cards or [str(i) for i in range(tp)])[:tp]:
-        fh = open(f"/dev/shm/standin-gpu-{card}", "w")
+        fh = open(os.path.join(LOCK_DIR, f"standin-gpu-{card}"), "w")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

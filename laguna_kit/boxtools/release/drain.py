@@ -1,0 +1,94 @@
+"""The fleet router's view of one replica: drained (its agent answers "drain" while the marker
+exists) before a restart, until the router has asked since and the running requests ended;
+undrained by a passing gate, or by an operator."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+
+from . import system
+from .store import Store
+
+
+def drain(store: Store, reason: str, by: str = "kit") -> None:
+    """Ask the router for no new requests and wait until it has asked since and the running
+    ones have ended (without a router in this box's fleet: nothing to do)."""
+    agent = store.agent()
+    if agent is None:
+        return
+    before = store.drained()
+    if before is None or by == "operator":
+        mark_drained(store, reason, by)
+    if before is None:
+        wait_for_the_router(agent)
+    deadline = time.monotonic() + agent.get("drain_timeout_s", 300)
+    busy = in_flight(agent["api_port"])
+    while busy and time.monotonic() < deadline:
+        time.sleep(0.2)
+        busy = in_flight(agent["api_port"])
+    if busy:
+        system.say(f"{busy} request(s) still running after the drain timeout: restarting anyway")
+
+
+def wait_for_the_router(agent: dict) -> None:
+    """Each agent check is one accepted connection: two after the marker, and the router has
+    seen "drain" (a check may have read the file just before it was written). The socket answers
+    for every replica of the box: two rounds of all their checks."""
+    interval = agent.get("check_interval_ms", 1000) / 1000
+    need = 2 * int(agent.get("replicas") or 1)
+    start, deadline = accepted(agent["socket"]), time.monotonic() + max(5, 4 * interval)
+    while accepted(agent["socket"]) < start + need and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if accepted(agent["socket"]) < start + need:
+        system.say("the fleet router did not ask this box's agent (down?): not waiting for it")
+
+
+def mark_drained(store: Store, reason: str, by: str = "kit") -> None:
+    marker = {"by": by, "reason": reason, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    tmp = store.drain_marker() + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(marker, fh)
+    os.replace(tmp, store.drain_marker())
+
+
+def undrain(store: Store, by: str = "kit") -> None:
+    """End the kit's drain (or with by="operator", any drain)."""
+    marker = store.drained()
+    if marker is None:
+        return
+    if marker.get("by") == "operator" and by != "operator":
+        system.say(
+            f"still drained at the fleet router by an operator ({marker.get('reason')}): "
+            "`laguna_release.py undrain` ends it"
+        )
+        return
+    try:
+        os.remove(store.drain_marker())
+    except FileNotFoundError:
+        pass
+
+
+def accepted(socket_unit: str) -> int:
+    """Connections the socket unit has accepted since it started."""
+    value = system.capture("systemctl", "show", "-p", "NAccepted", "--value", socket_unit).strip()
+    return int(value) if value.isdigit() else 0
+
+
+def in_flight(api_port: int) -> int:
+    """vLLM's running + waiting requests (its /metrics gauges); 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/metrics", timeout=5) as resp:
+            text = resp.read().decode(errors="replace")
+    except OSError:
+        return 0
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")):
+            try:
+                total += float(line.rsplit(" ", 1)[1])
+            except (IndexError, ValueError):
+                pass
+    return int(total)

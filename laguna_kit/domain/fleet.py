@@ -1,0 +1,161 @@
+"""The fleet of the hosts file: which host is the router, which serve, and their tailnet addresses.
+
+The router and the boxes each need the other's tailnet address (the router's backends; the boxes'
+firewall lets only the router in), and on a first deploy neither exists when the run is planned.
+So the operations that use them read them as they run (`tailnet_ips`), from the other host's
+`tailscale status`: in a normal run every host joins the tailnet (tasks/tailscale.py) before those
+operations come. A host this run cannot reach (outside `--limit` and unreachable, or not on the
+tailnet yet) gives None, and its user keeps what it has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+
+from pyinfra import logger
+from pyinfra.api import OperationError
+
+from ..facts.network import TailscaleStatus
+
+
+def roles(host) -> list[str]:
+    return list(host.data.get("laguna_roles") or ["gpu"])
+
+
+def router_of(inventory):
+    """The host with the router role, or None (one at most: hostsfile.load checks)."""
+    return next((h for h in inventory if "router" in roles(h)), None)
+
+
+def monitor_of(inventory):
+    """The host with the monitor role, or None (one at most: hostsfile.load checks)."""
+    return next((h for h in inventory if "monitor" in roles(h)), None)
+
+
+def cache_of(inventory):
+    """The host with the cache role (the fleet's pull-through image cache), or None."""
+    return next((h for h in inventory if "cache" in roles(h)), None)
+
+
+def gpu_hosts(inventory) -> list:
+    return [h for h in inventory if "gpu" in roles(h)]
+
+
+# Tailscale's address ranges (its CGNAT range and its IPv6 ULA prefix): a tailnet address is in
+# one of them, whatever a box's `tailscale status` says.
+TAILNET_RANGES = (
+    ipaddress.ip_network("100.64.0.0/10"),
+    ipaddress.ip_network("fd7a:115c:a1e0::/48"),
+)
+
+
+def tailnet_addresses(status: dict, who: str) -> list[str]:
+    """The TailscaleIPs of a `tailscale status --json`, each parsed as an address in the tailnet's
+    ranges (IPv4 first), as their canonical text; anything else is refused, naming `who`: a box
+    whose root is compromised could answer with text that would become rules or configuration."""
+    raw = (status.get("Self") or {}).get("TailscaleIPs") or []
+    if not isinstance(raw, list):
+        raise OperationError(f"{who}: tailscale status gave TailscaleIPs {raw!r}: not a list")
+    out = []
+    for value in raw:
+        try:
+            address = ipaddress.ip_address(value) if isinstance(value, str) else None
+        except ValueError:
+            address = None
+        if address is None or not any(address in net for net in TAILNET_RANGES):
+            raise OperationError(
+                f"{who}: its tailscale status gave {value!r} as a tailnet address: not an address "
+                f"in {' or '.join(map(str, TAILNET_RANGES))}; refusing it (is this host what it "
+                "claims to be?)"
+            )
+        out.append(address)
+    return [str(a) for a in sorted(set(out), key=lambda a: (a.version, a))]
+
+
+def host_port(address: str, port: int) -> str:
+    """address:port, an IPv6 address in brackets (URLs, scrape targets, listen addresses)."""
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def tailnet_ips(other) -> list[str] | None:
+    """`other`'s tailnet addresses now (IPv4 first), or None when this run cannot tell."""
+    try:
+        st = other.get_fact(TailscaleStatus)
+    except Exception as exc:  # noqa: BLE001 - an unreachable peer is reported, not fatal
+        logger.warning(f"{other.name}: cannot read its tailnet addresses ({exc})")
+        return None
+    if st.get("BackendState") != "Running":
+        return None
+    return tailnet_addresses(st, other.name) or None
+
+
+def server_name(host_name: str) -> str:
+    """A host's name as an HAProxy server name (letters, digits, '-', '_', '.', ':')."""
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", host_name)
+
+
+def max_seqs(data) -> int:
+    """The box's max_num_seqs: the router sends it no more at once (the rest wait in its queue);
+    vLLM's default (256) when its profile leaves the flag out."""
+    from .profiles import profile_of
+
+    return int(profile_of(data).get("max_num_seqs") or 256)
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` is too weak to guard the fleet (None: strong enough). A key needs 128 bits: 32 hex
+    characters, or 22 of the base64url alphabet, or 22 printable ones; and a key that repeats a
+    word, or has few distinct characters, is refused whatever its length. The distinct-character
+    floor is one a random key clears: 8 of 16 for hex (`openssl rand -hex 16` has fewer than 12
+    in 1.7 % of keys, fewer than 8 in none of 200,000 drawn), 10 for the rest."""
+    if not re.fullmatch(r"[\x21-\x7e]+", key):
+        return "holds spaces or control characters"
+    hexadecimal = bool(re.fullmatch(r"[0-9a-fA-F]+", key))
+    need = 32 if hexadecimal else 22
+    if len(key) < need:
+        return f"has {len(key)} characters, fewer than {need} (128 bits)"
+    if re.fullmatch(r"(.{1,16}?)\1+", key):
+        return "repeats a word"
+    floor = 8 if hexadecimal else 10
+    if len(set(key)) < floor:
+        return f"has only {len(set(key))} distinct characters (a word repeated?)"
+    return None
+
+
+def api_keys(env_name: str, file_path: str, environ=os.environ) -> list[str]:
+    """The fleet's API keys from the control machine: the env var (comma or space separated) and
+    the file (one per line; a line starting with # is a comment, a # inside a key is part of it);
+    refused when there are none or one is weak."""
+    keys = re.split(r"[\s,]+", environ.get(env_name, "").strip()) if env_name else []
+    if file_path:
+        path = os.path.expanduser(file_path)
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    line = line.strip()
+                    if line and not line.startswith("#"):
+                        keys.append(line)
+        except OSError as exc:
+            raise OperationError(f"router_api_keys_file {path}: {exc.strerror}") from None
+    keys = sorted({k for k in keys if k})
+    if not keys:
+        raise OperationError(
+            f"the router needs at least one API key: set {env_name}=<key>[,<key>...] on this "
+            "machine (or router_api_keys_file); without one the fleet would answer anyone on "
+            "the tailnet"
+        )
+    bad = [why for why in map(key_problem, keys) if why]
+    if bad:
+        raise OperationError(
+            f"{len(bad)} API key(s) from {' and '.join(x for x in (env_name, file_path) if x)} "
+            f"are too weak (one {bad[0]}): use long random keys (openssl rand -hex 24)"
+        )
+    return keys
+
+
+def key_hashes(keys: list[str]) -> str:
+    """What the router stores: sha256 of each "Bearer <key>" header value, one per line."""
+    return "".join(hashlib.sha256(f"Bearer {k}".encode()).hexdigest() + "\n" for k in sorted(keys))

@@ -1,0 +1,72 @@
+"""laguna_kit/boxtools/release/drain.py: behind a router, a restart is drained first and undrained
+by its passing gate; a failed gate stays drained; an operator's drain outlives a deploy."""
+
+import os
+
+from laguna_kit.boxtools.release import activate, drain, validate
+
+from .on_disk import incoming
+
+
+def test_a_restart_behind_a_router_is_drained_first_and_undrained_by_its_gate(
+    fleet_box, monkeypatch
+):
+    incoming(fleet_box)
+    activate.install_incoming(fleet_box)
+    # the running requests were waited for with the marker in place, before the restart
+    assert fleet_box.seen and all(r == "release 1 starting" for r in fleet_box.seen)
+    assert fleet_box.drained()["by"] == "kit"
+    monkeypatch.setattr(validate, "gate", lambda store, force=False: True)
+    assert validate.validate(fleet_box, auto_rollback=True)
+    assert fleet_box.drained() is None
+
+
+def test_a_failed_gate_stays_drained_and_an_operators_drain_outlives_a_deploy(
+    fleet_box, monkeypatch
+):
+    incoming(fleet_box)
+    activate.install_incoming(fleet_box)
+    monkeypatch.setattr(validate, "gate", lambda store, force=False: False)
+    assert not validate.validate(fleet_box, auto_rollback=False)
+    assert fleet_box.drained()["reason"] == "release 1 failed its gate"
+    drain.drain(fleet_box, "maintenance", by="operator")
+    monkeypatch.setattr(validate, "gate", lambda store, force=False: True)
+    assert validate.validate(fleet_box, auto_rollback=False)
+    assert fleet_box.drained()["by"] == "operator"  # a passed gate does not end it
+    drain.undrain(fleet_box, by="operator")
+    assert fleet_box.drained() is None
+
+
+def test_without_a_router_nothing_is_drained(box):
+    incoming(box)
+    activate.install_incoming(box)
+    assert box.drained() is None and not os.path.exists(os.path.join(box.kit_dir, "router-drain"))
+
+
+def test_vllms_running_and_waiting_requests_are_what_is_in_flight(monkeypatch):
+    class Answer:
+        def __init__(self, text):
+            self.text = text
+
+        def read(self):
+            return self.text.encode()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    page = (
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{model_name="laguna"} 2.0\n'
+        'vllm:num_requests_waiting{model_name="laguna"} 1.0\nvllm:other 9\n'
+    )
+    monkeypatch.setattr(drain.urllib.request, "urlopen", lambda url, timeout: Answer(page))
+    assert drain.in_flight(8080) == 3
+
+    def refused(url, timeout):
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(drain.urllib.request, "urlopen", refused)
+    assert drain.in_flight(8080) == 0
