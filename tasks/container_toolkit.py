@@ -42,6 +42,9 @@ apt_present(
     hold=True,
 )
 nvidia_runtime_configured(name="Docker knows the nvidia runtime (nvidia-ctk, only when missing)")
-# A daemon-reload must not take the GPUs from the running container (NVIDIA/nvidia-docker#1730):
+# A reload of systemd's units must not take the GPUs from the running container
+# (NVIDIA/nvidia-docker#1730):
 # the /dev/char links NVIDIA recommends first (CDI would need Docker 25+; Debian 12 ships 20.10).
-dev_char_links_present(name="/dev/char links for the GPU device nodes (daemon-reload keeps GPUs)")
+dev_char_links_present(
+    name="/dev/char links for the GPU device nodes (a systemd reload keeps GPUs)"
+)

@@ -12,7 +12,7 @@ from laguna_kit.operations.docker import (
     owner_engine,
 )
 from laguna_kit.operations.packages import apt_present, packages_held
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running
 from laguna_kit.run import memo
 
 d = host.data

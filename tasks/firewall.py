@@ -20,7 +20,7 @@ from laguna_kit.boxtools.layout import (
 )
 from laguna_kit.domain import fleet, peer_fetch_plan, replicas
 from laguna_kit.facts.network import Listeners
-from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.files import kit_file
 from laguna_kit.operations.network import (
     firewall_applied,
     listeners_checked,
@@ -28,7 +28,7 @@ from laguna_kit.operations.network import (
     ssh_over_tailnet_checked,
 )
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running, unit_installed
 from laguna_kit.run import memo
 
 d = host.data
@@ -122,8 +122,13 @@ if d.ssh_tailnet_only:  # before the rules file is written: the boot unit would 
         name="SSH limited to the tailnet only from a run connected over it", ssh_port=ssh_port
     )
 TEMPLATE = "files/laguna-firewall.nft.j2"
-written = files_synced(
-    name="Firewall rules, their boot unit, nftables.service's drop-in (one transaction with ours)",
+unit_installed(
+    name="Firewall rules, their boot unit, nftables.service's drop-in (one transaction with ours), "
+    "the watch (restarted when any of them changed)",
+    unit=FIREWALL_WATCH,
+    # the boot unit enabled as its [Install] says; loaded by firewall_applied below, with the
+    # self-revert when the rules can cut SSH (never by a restart here)
+    enable=["laguna-firewall.service"],
     files=[
         *(  # what a revert falls back to: the same rules with SSH open
             [(kit_file(TEMPLATE, **rules, ssh_tailnet_only=False), SAFE_RULES, "644")]
@@ -146,15 +151,6 @@ written = files_synced(
             "644",
         ),
     ],
-)
-server.shell(
-    name="Reload systemd for the firewall units (and enable the unit where its [Install] says)",
-    commands=[
-        "systemctl daemon-reload",
-        "systemctl reenable laguna-firewall.service",
-        f"systemctl try-restart {FIREWALL_WATCH}",
-    ],
-    _if=written.did_change,
 )
 service_running(
     name="Firewall unit enabled at boot",

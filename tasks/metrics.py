@@ -5,7 +5,6 @@
 # Without a monitor the kit's timer and the monitor's addresses go (node exporter stays).
 from pyinfra import host
 from pyinfra.facts.deb import DebPackages
-from pyinfra.operations import server
 
 from laguna_kit.boxtools.layout import (
     FIREWALL_MONITOR,
@@ -15,10 +14,10 @@ from laguna_kit.boxtools.layout import (
     UNIT_DIR,
 )
 from laguna_kit.domain import fleet
-from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.files import kit_file
 from laguna_kit.operations.monitor import monitor_peers_allowed
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running, unit_installed, unit_removed
 from laguna_kit.run import memo
 
 d = host.data
@@ -29,8 +28,9 @@ if fleet.monitor_of(host.state.inventory) is not None:
     apt_present(name="Node exporter", packages=["prometheus-node-exporter"])
     service_running(name="Node exporter running", service="prometheus-node-exporter.service")
     if gpu:
-        units = files_synced(
+        unit_installed(
             name="GPU and release metrics: the kit's collector and its timer",
+            unit=TIMER,
             files=[
                 (
                     kit_file(
@@ -49,11 +49,6 @@ if fleet.monitor_of(host.state.inventory) is not None:
                 ),
             ],
         )
-        server.shell(
-            name="Reload systemd for the GPU metrics timer",
-            commands=["systemctl daemon-reload", f"systemctl try-restart {TIMER}"],
-            _if=units.did_change,
-        )
         service_running(name="GPU metrics collected on their timer", service=TIMER)
     if "monitor" not in fleet.roles(host):
         monitor_peers_allowed(
@@ -65,13 +60,9 @@ if fleet.monitor_of(host.state.inventory) is not None:
 elif "prometheus-node-exporter" in (memo.fact(host, DebPackages) or {}):
     # (the kit installs node exporter wherever it set up the timer or the monitor's addresses:
     # without it there is nothing of the kit's to remove, and no file to read each run)
-    gone = files_synced(
+    unit_removed(
         name="No monitor in the hosts file: the kit's metrics timer and the monitor's addresses go",
-        files=[],
-        removed=[*UNITS, FIREWALL_MONITOR],
-    )
-    server.shell(
-        name="Stop the metrics timer whose files went",
-        commands=[f"systemctl stop {TIMER} 2>/dev/null || true", "systemctl daemon-reload"],
-        _if=gone.did_change,
+        unit=TIMER,
+        paths=UNITS,
+        also=[FIREWALL_MONITOR],
     )

@@ -4,20 +4,14 @@
 # the tailnet address. Prometheus scrapes every host of the hosts file, evaluates the kit's alerts
 # and sends them to Alertmanager (receivers: alert_webhook_url, alert_email_to).
 from pyinfra import host
-from pyinfra.operations import server
 
-from laguna_kit.boxtools.layout import UNIT_DIR
 from laguna_kit.domain import fleet
-from laguna_kit.operations.files import files_synced, kit_file
-from laguna_kit.operations.monitor import ALERTMANAGER_ENV, PROMETHEUS_ENV, monitor_configured
+from laguna_kit.operations.monitor import ALERTMANAGER, PROMETHEUS, monitor_configured
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running
 
 d = host.data
-SERVICES = {
-    "prometheus.service": PROMETHEUS_ENV,
-    "prometheus-alertmanager.service": ALERTMANAGER_ENV,
-}
+SERVICES = (PROMETHEUS, ALERTMANAGER)
 KNOBS = (
     "node_exporter_port",
     "prometheus_port",
@@ -45,28 +39,13 @@ apt_present(
 )
 router = fleet.router_of(host.state.inventory)
 monitor_configured(
-    name="Prometheus: every host on the tailnet, the kit's alerts; Alertmanager: the receivers",
+    name="Prometheus: every host on the tailnet, the kit's alerts; Alertmanager: the receivers "
+    "(each run with the kit's files, restarted when they changed)",
     knobs={k: d.get(k) for k in KNOBS},
     # the router's metrics page asks for one of the fleet's API keys
     router_key=(
         fleet.api_keys(d.router_api_keys_env, d.router_api_keys_file)[0] if router else None
     ),
-)
-dropins = files_synced(
-    name="The distribution's Prometheus and Alertmanager run with the kit's files",
-    files=[
-        (
-            kit_file("files/monitor-dropin.conf.j2", service=service, env=env),
-            f"{UNIT_DIR}/{service}.d/laguna-kit.conf",
-            "644",
-        )
-        for service, env in SERVICES.items()
-    ],
-)
-server.shell(
-    name="Reload systemd for them and restart them",
-    commands=["systemctl daemon-reload", f"systemctl restart {' '.join(SERVICES)}"],
-    _if=dropins.did_change,
 )
 for service in SERVICES:
     service_running(name=f"{service} running and enabled", service=service)

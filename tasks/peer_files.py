@@ -21,10 +21,10 @@ from laguna_kit.domain import fleet, peer_fetch_plan
 from laguna_kit.domain.hub import HubError, source_checkpoint
 from laguna_kit.knobs.declared import checkpoint_pairs
 from laguna_kit.operations.checkpoints import RUN_DIR
-from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.files import kit_file
 from laguna_kit.operations.network import file_peers_allowed
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running, unit_installed, unit_removed
 from laguna_kit.run import memo
 
 d = host.data
@@ -44,8 +44,9 @@ if peer_fetch_plan.peer_files_on(host):
             commands=["systemctl mask nginx.service"],
         )
     apt_present(name="nginx (the distribution's)", packages=["nginx"])
-    units = files_synced(
+    unit_installed(
         name="Checkpoint file server for the fleet: its unit and configuration",
+        unit=PEER_FILES_UNIT,
         files=[
             (kit_file("files/laguna-peer-files.service.j2", config=PEER_FILES_CONFIG), UNIT, "644"),
             (
@@ -61,11 +62,6 @@ if peer_fetch_plan.peer_files_on(host):
             ),
         ],
     )
-    server.shell(
-        name="Reload systemd for the checkpoint file server",
-        commands=["systemctl daemon-reload", f"systemctl try-restart {PEER_FILES_UNIT}"],
-        _if=units.did_change,
-    )
     service_running(name="Checkpoint file server running", service=PEER_FILES_UNIT)
     file_peers_allowed(
         name="The checkpoint file server answers the fleet's GPU boxes alone",
@@ -75,17 +71,9 @@ if peer_fetch_plan.peer_files_on(host):
     )
 elif "gpu" in fleet.roles(host) and any(p in (memo.fact(host, DebPackages) or {}) for p in NGINX):
     # (without nginx there is no server of the kit's to remove, and no file to read each run)
-    gone = files_synced(
-        name="No other GPU box (or peer fetch off): the checkpoint file server's files go",
-        files=[],
-        removed=[UNIT, PEER_FILES_CONFIG, FIREWALL_FILE_PEERS],
-    )
-    server.shell(
-        name="Stop the checkpoint file server whose files went (nginx stays)",
-        commands=[
-            f"systemctl stop {PEER_FILES_UNIT} 2>/dev/null || true",
-            f"rm -f {UNIT_DIR}/multi-user.target.wants/{PEER_FILES_UNIT}",
-            "systemctl daemon-reload",
-        ],
-        _if=gone.did_change,
+    unit_removed(
+        name="No other GPU box (or peer fetch off): the checkpoint file server goes (nginx stays)",
+        unit=PEER_FILES_UNIT,
+        paths=[UNIT, PEER_FILES_CONFIG],
+        also=[FIREWALL_FILE_PEERS],
     )

@@ -22,11 +22,11 @@ from laguna_kit.boxtools.layout import (
     UNIT_DIR,
 )
 from laguna_kit.domain import images
-from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.files import kit_file
 from laguna_kit.operations.imagecache import cache_warm_started
 from laguna_kit.operations.network import cache_clients_allowed
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running, unit_installed
 from laguna_kit.run import memo
 
 d = host.data
@@ -60,8 +60,9 @@ files.directory(
     group=USER,
     mode="750",
 )
-units = files_synced(
+unit_installed(
     name="Image cache: its unit and configuration",
+    unit=REGISTRY_CACHE_UNIT,
     files=[
         (
             kit_file(
@@ -75,11 +76,6 @@ units = files_synced(
         ),
         ((json.dumps(config, indent=1) + "\n").encode(), REGISTRY_CACHE_CONFIG, "644"),
     ],
-)
-server.shell(
-    name="Reload systemd for the image cache",
-    commands=["systemctl daemon-reload", f"systemctl try-restart {REGISTRY_CACHE_UNIT}"],
-    _if=units.did_change,
 )
 service_running(name="Image cache running", service=REGISTRY_CACHE_UNIT)
 cache_clients_allowed(

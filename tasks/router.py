@@ -4,21 +4,19 @@
 # and by its agent (the kit drains a box before restarting it); clients need an API key; the same
 # session header lands on the same box. DEPLOYMENT.md says why HAProxy.
 from pyinfra import host
-from pyinfra.operations import server
 
-from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_CONFIG, ROUTER_UNIT, UNIT_DIR
-from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_CONFIG, ROUTER_KEYS, ROUTER_UNIT
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.router import router_configured
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running
 
 d = host.data
 CONFIG, UNIT, ADMIN_SOCKET = ROUTER_CONFIG, ROUTER_UNIT, ROUTER_ADMIN_SOCKET
-KEYS = "/etc/laguna-kit/router-api-keys.sha256"
+KEYS = ROUTER_KEYS
 
 apt_present(name="HAProxy (held)", packages=["haproxy"], hold=True)
 router_configured(
-    name="Router configuration: the GPU boxes on the tailnet, API key hashes",
+    name="Router: its unit, the GPU boxes on the tailnet, API key hashes (reloaded, or restarted)",
     config=CONFIG,
     keys_file=KEYS,
     unit=UNIT,
@@ -34,20 +32,5 @@ router_configured(
         interval_ms=d.router_check_interval_ms,
         admin_socket=ADMIN_SOCKET,
     ),
-)
-unit = files_synced(
-    name="Router unit",
-    files=[
-        (
-            kit_file("files/laguna-router.service.j2", port=d.router_port, config=CONFIG),
-            f"{UNIT_DIR}/{UNIT}",
-            "644",
-        )
-    ],
-)
-server.shell(
-    name="Reload systemd for the router unit (restarts the router if it ran)",
-    commands=["systemctl daemon-reload", f"systemctl try-restart {UNIT}"],
-    _if=unit.did_change,
 )
 service_running(name="Router running and enabled", service=UNIT)

@@ -6,7 +6,6 @@
 import json
 
 from pyinfra import host
-from pyinfra.operations import server
 
 from laguna_kit.boxtools.layout import (
     FIREWALL_PEERS,
@@ -16,9 +15,9 @@ from laguna_kit.boxtools.layout import (
     UNIT_DIR,
 )
 from laguna_kit.domain import fleet, replicas
-from laguna_kit.operations.files import files_synced, kit_file
+from laguna_kit.operations.files import kit_file
 from laguna_kit.operations.router import router_agent_removed, router_peers_allowed
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running, unit_installed
 
 d = host.data
 SOCKET = "laguna-router-agent.socket"
@@ -35,8 +34,9 @@ if fleet.router_of(host.state.inventory) is not None:
             "replicas": len(serving),  # the socket answers each replica's check
         }
 
-    units = files_synced(
+    unit_installed(
         name="Router agent: its socket, its answer and the release manager's drain settings",
+        unit=SOCKET,
         files=[
             (
                 kit_file("files/laguna-router-agent.socket.j2", agent_port=d.router_agent_port),
@@ -60,11 +60,6 @@ if fleet.router_of(host.state.inventory) is not None:
                 for r in serving
             ),
         ],
-    )
-    server.shell(
-        name="Reload systemd for the router agent",
-        commands=["systemctl daemon-reload", f"systemctl try-restart {SOCKET}"],
-        _if=units.did_change,
     )
     service_running(name="Router agent listening", service=SOCKET)
     router_peers_allowed(

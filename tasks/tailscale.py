@@ -8,7 +8,7 @@ from laguna_kit.domain.package_sources import distro_of, tailscale_source
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.network import tailscale_joined
 from laguna_kit.operations.packages import apt_present
-from laguna_kit.operations.server import service_running
+from laguna_kit.operations.systemd import service_running
 from laguna_kit.run import memo
 
 d = host.data

@@ -5,6 +5,10 @@ PARTIAL = ".laguna-partial"  # per checkpoint folder: downloads in progress (nev
 QUARANTINE = ".laguna-quarantine"  # per checkpoint folder: files that failed their hash
 STASH = ".laguna-revisions"  # beside the checkpoint folders: other revisions, kept for rollback
 UNIT_DIR = "/etc/systemd/system"
+RUN_DIR = "/run/laguna-kit"  # a tmpfs on every systemd distribution: gone at each boot
+# When the kit last had a unit reload its files (systemctl reload), one empty file per unit: the
+# reload that an interrupted run did not get to is found from these and the files' own times.
+RELOADED_DIR = f"{RUN_DIR}/reloaded"
 FIREWALL_RULES = (
     "/etc/laguna-kit/firewall.nft"  # the kit's nftables table (files/ units load it too)
 )
@@ -36,6 +40,7 @@ ROUTER_UNIT = "laguna-router.service"  # the fleet router's HAProxy (tasks/route
 ROUTER_USER = "haproxy"  # the user Debian's and Ubuntu's haproxy package runs it as
 ROUTER_ADMIN_SOCKET = "/run/laguna-router/admin.sock"  # its runtime API
 ROUTER_CONFIG = "/etc/laguna-kit/haproxy.cfg"  # the kit's own (the distribution's is left alone)
+ROUTER_KEYS = "/etc/laguna-kit/router-api-keys.sha256"  # sha256 of each "Bearer <key>", never a key
 ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits
 REPLICAS = "replicas"  # under kit_dir: replica n > 1's own state folder, replicas/<n>
 

@@ -92,39 +92,3 @@ class DeployLock(FactBase):
             "busy": text.removeprefix("busy: ") if text != "held" else "",
             "tools": True,
         }
-
-
-class UnitStates(FactBase):
-    """``{unit: {"running": bool, "enabled": bool, "exists": bool}}`` for `units`, from one
-    ``systemctl show`` (running and enabled as pyinfra's SystemdStatus and SystemdEnabled judge
-    them)."""
-
-    RUNNING = ("running", "waiting", "exited", "listening", "mounted")
-    ENABLED = ("enabled", "static")
-
-    @staticmethod
-    def default():
-        return {}
-
-    def requires_command(self, units):
-        return "systemctl"
-
-    def command(self, units):
-        names = shlex.join(units)
-        return f"systemctl show -p Id -p LoadState -p SubState -p UnitFileState {names}"
-
-    def process(self, output):
-        out, props = {}, {}
-        for line in [*output, ""]:
-            key, sep, value = line.strip().partition("=")
-            if sep:
-                props[key] = value
-                continue
-            if props.get("Id"):
-                out[props["Id"]] = {
-                    "running": props.get("SubState") in self.RUNNING,
-                    "enabled": props.get("UnitFileState") in self.ENABLED,
-                    "exists": props.get("LoadState") not in (None, "not-found"),
-                }
-            props = {}
-        return out

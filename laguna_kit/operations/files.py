@@ -90,9 +90,9 @@ PRIVATE_MODES = ("600", "400")  # files for root's eyes only: written from stdin
 @operation()
 def files_synced(
     files: list[tuple[bytes, str, str]],
-    fetched: list[tuple[str, str, str]] = (),
+    fetched: list[tuple[str, str, str]] | tuple = (),
     validate: dict[str, str] | None = None,
-    removed: list[str] = (),
+    removed: list[str] | tuple = (),
 ):
     """
     Many small files put on the box in one operation, judged by one command (sha256 and mode of
@@ -120,48 +120,80 @@ def files_synced(
         FileHashes,
         paths=[dest for _, dest, _ in fetched] + [dest for _, dest, _ in files] + list(removed),
     )
+    commands = list(writes(seen, files, fetched, validate, removed))
+    if not commands:
+        host.noop(f"{len(files) + len(fetched)} files up to date")
+        return
+    yield from commands
+
+
+def stale(seen: dict, files: list[tuple[bytes, str, str]]) -> list[tuple[bytes, str, str]]:
+    """The files whose content or mode on the box (`seen`: FileHashes) is not the wanted one."""
+    return [
+        (data, dest, mode)
+        for data, dest, mode in files
+        if {k: (seen.get(dest) or {}).get(k) for k in ("sha256", "mode")}
+        != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
+    ]
+
+
+def writes(
+    seen: dict,
+    files: list[tuple[bytes, str, str]],
+    fetched: list[tuple[str, str, str]] | tuple = (),
+    validate: dict[str, str] | None = None,
+    removed: list[str] | tuple = (),
+):
+    """The commands that make the box's files (`seen`: their sha256 and mode as FileHashes reads
+    them) what files_synced's arguments say; nothing when they are."""
     gone = sorted(path for path in removed if path in seen)
     missing = [(url, dest, mode) for url, dest, mode in fetched if dest not in seen]
     remode = [
         (dest, mode) for _, dest, mode in fetched if dest in seen and seen[dest]["mode"] != mode
     ]
-    stale = [
-        (data, dest, mode)
-        for data, dest, mode in files
-        if seen.get(dest) != {"sha256": hashlib.sha256(data).hexdigest(), "mode": mode}
-    ]
-    if not (missing or remode or stale or gone):
-        host.noop(f"{len(files) + len(fetched)} files up to date")
+    changed = stale(seen, files)
+    if not (missing or remode or changed or gone):
         return
-    dirs = sorted({os.path.dirname(dest) for _, dest, _ in [*missing, *stale]})
+    dirs = sorted({os.path.dirname(dest) for _, dest, _ in [*missing, *changed]})
     if dirs:
         yield "install -d -m 755 " + shlex.join(dirs)
     for url, dest, mode in missing:
-        q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
-        # apt reads an armored key only from a `.asc` file: a `.gpg` keyring gets the binary form
-        dearmor = (
-            f" && if grep -q -- '-----BEGIN PGP' {q_tmp}; then gpg --batch --yes --dearmor "
-            f"-o {q_tmp}.bin {q_tmp} && mv -f {q_tmp}.bin {q_tmp}; fi"
-            if dest.endswith(".gpg")
-            else ""
-        )
-        yield (
-            f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)}{dearmor} && "
-            f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {q_dest}"
-        )
+        yield fetch_command(url, dest, mode)
     for dest, mode in remode:
         yield f"chmod {shlex.quote(mode)} {shlex.quote(dest)}"
-    for data, dest, mode in stale:
-        tmp = f"{dest}.laguna-new"
-        q_tmp = shlex.quote(tmp)
-        if mode in PRIVATE_MODES:
-            # Never an upload (pyinfra's go through /tmp as the login user under sudo): on the
-            # stdin of the command that writes it, readable by root alone from its first byte.
-            yield StringCommand(f"umask 077 && cat > {q_tmp}", _stdin=data.decode())
-        else:
-            yield FileUploadCommand(io.BytesIO(data), tmp)
-        if dest in (validate or {}):
-            yield validate[dest].replace("%s", q_tmp)
-        yield f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"
+    for data, dest, mode in changed:
+        yield from write_commands(data, dest, mode, (validate or {}).get(dest))
     if gone:
         yield "rm -f " + shlex.join(gone)
+
+
+def fetch_command(url: str, dest: str, mode: str) -> str:
+    """The box downloads `url` to `dest` itself (a signing key): an armored key fetched for a
+    `.gpg` keyring is stored dearmored (apt reads an armored key only from a `.asc` file)."""
+    q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
+    dearmor = (
+        f" && if grep -q -- '-----BEGIN PGP' {q_tmp}; then gpg --batch --yes --dearmor "
+        f"-o {q_tmp}.bin {q_tmp} && mv -f {q_tmp}.bin {q_tmp}; fi"
+        if dest.endswith(".gpg")
+        else ""
+    )
+    return (
+        f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)}{dearmor} && "
+        f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {q_dest}"
+    )
+
+
+def write_commands(data: bytes, dest: str, mode: str, check: str | None):
+    """`data` to `dest` atomically (a temporary name, then renamed), checked by `check` (`%s`: the
+    temporary name) before it replaces the old file."""
+    tmp = f"{dest}.laguna-new"
+    q_tmp = shlex.quote(tmp)
+    if mode in PRIVATE_MODES:
+        # Never an upload (pyinfra's go through /tmp as the login user under sudo): on the
+        # stdin of the command that writes it, readable by root alone from its first byte.
+        yield StringCommand(f"umask 077 && cat > {q_tmp}", _stdin=data.decode())
+    else:
+        yield FileUploadCommand(io.BytesIO(data), tmp)
+    if check:
+        yield check.replace("%s", q_tmp)
+    yield f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"

@@ -4,16 +4,17 @@ scrape it)."""
 
 from __future__ import annotations
 
-import shlex
-
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from ..boxtools.layout import MONITOR_DIR
+from ..boxtools.layout import MONITOR_DIR, UNIT_DIR
 from ..domain import fleet, monitoring, replicas
-from .files import files_synced
+from .files import kit_file
 from .router import peers_synced
+from .systemd import unit_installed
 
+PROMETHEUS = "prometheus.service"  # the distribution's units, run with the kit's files
+ALERTMANAGER = "prometheus-alertmanager.service"
 PROMETHEUS_ENV = f"{MONITOR_DIR}/prometheus.env"
 ALERTMANAGER_ENV = f"{MONITOR_DIR}/alertmanager.env"
 CONFIG = f"{MONITOR_DIR}/prometheus.yml"
@@ -22,6 +23,7 @@ ALERTS = f"{MONITOR_DIR}/alertmanager.yml"
 ROUTER_KEY = f"{MONITOR_DIR}/router-key"
 # Checked before they replace the running ones (promtool and amtool come with the packages).
 CHECKS = {
+    ROUTER_KEY: "chgrp prometheus %s",  # (not a check: Prometheus's group, before it is in place)
     RULES: "promtool check rules %s >&2",
     CONFIG: "promtool check config --syntax-only %s >&2",
     ALERTS: "amtool check-config %s >&2",
@@ -61,7 +63,8 @@ def monitor_configured(knobs: dict, router_key: str | None):
     box, node exporter with the kit's GPU and release metrics, the router's HAProxy exporter),
     evaluates the kit's alert rules and sends them to Alertmanager; both bound to this host's
     tailnet address. Every file is checked (promtool, amtool) before it replaces the running one,
-    and the services restart when theirs changed.
+    and each service restarts when its files changed (judged from the box: a run cut between the
+    two still restarts it next time).
 
     + knobs: the monitor's knobs (ports, scrape interval, retention, thresholds, receivers)
     + router_key: one of the fleet's API keys (the router's metrics page asks for one), or None
@@ -80,6 +83,50 @@ def monitor_configured(knobs: dict, router_key: str | None):
             f"{host.name}: the monitor is not on the tailnet (tailscale status): Prometheus would "
             "have no address to listen on; nothing was changed"
         )
+    boxes, others, router = scrape_targets(own, router_key)
+    port = knobs["prometheus_port"]
+    prom_env, am_env = env_files(own, knobs)
+    prometheus = [
+        *([((router_key + "\n").encode(), ROUTER_KEY, "640")] if router and router_key else []),
+        (monitoring.dump(monitoring.alert_rules(knobs, router is not None)), RULES, "644"),
+        (
+            monitoring.dump(
+                monitoring.prometheus_config(boxes, router, others, own, knobs, RULES, ROUTER_KEY)
+            ),
+            CONFIG,
+            "644",
+        ),
+        (prom_env, PROMETHEUS_ENV, "644"),
+        dropin(PROMETHEUS, PROMETHEUS_ENV),
+    ]
+    alertmanager = [
+        (monitoring.dump(monitoring.alertmanager_config(knobs)), ALERTS, "644"),
+        (am_env, ALERTMANAGER_ENV, "644"),
+        dropin(ALERTMANAGER, ALERTMANAGER_ENV),
+    ]
+    commands = [
+        *unit_installed._inner(unit=PROMETHEUS, files=prometheus, validate=CHECKS),
+        *unit_installed._inner(unit=ALERTMANAGER, files=alertmanager, validate=CHECKS),
+    ]
+    if not commands:
+        host.noop(
+            f"Prometheus scrapes {len(boxes)} box(es)"
+            + (f" and the router {router['name']}" if router else "")
+            + f" at {own}:{port}; its files are current"
+        )
+        return
+    yield from commands
+
+
+def dropin(service: str, env: str) -> tuple[bytes, str, str]:
+    """The distribution's service runs with the kit's environment file (its own are left alone)."""
+    text = kit_file("files/monitor-dropin.conf.j2", service=service, env=env)
+    return text, f"{UNIT_DIR}/{service}.d/laguna-kit.conf", "644"
+
+
+def scrape_targets(own: str, router_key: str | None) -> tuple[list, list, dict | None]:
+    """(the GPU boxes, the other hosts, the router or None) to scrape, by tailnet address; a host
+    not on the tailnet yet is left out, named."""
     inventory = host.state.inventory
     boxes, others = [], []
     for h in inventory:
@@ -106,43 +153,23 @@ def monitor_configured(knobs: dict, router_key: str | None):
         if r is not None and router_address and router_key
         else None
     )
-    port = knobs["prometheus_port"]
-    env_prom = (
+    return boxes, others, router
+
+
+def env_files(own: str, knobs: dict) -> tuple[bytes, bytes]:
+    """Prometheus's and Alertmanager's arguments, bound to the monitor's tailnet address."""
+    prom = (
         "# Managed by the laguna kit (tasks/monitor.py)\n"
-        f'ARGS="--config.file={CONFIG} --web.listen-address={fleet.host_port(own, port)} '
+        f'ARGS="--config.file={CONFIG} '
+        f"--web.listen-address={fleet.host_port(own, knobs['prometheus_port'])} "
         f"--storage.tsdb.retention.time={knobs['monitor_retention_days']}d "
         "--web.console.templates=/etc/prometheus/consoles "
         '--web.console.libraries=/etc/prometheus/console_libraries"\n'
     )
-    env_am = (
+    am = (
         "# Managed by the laguna kit (tasks/monitor.py): no cluster port (one Alertmanager)\n"
         f'ARGS="--config.file={ALERTS} '
         f"--web.listen-address={fleet.host_port(own, knobs['alertmanager_port'])} "
         '--cluster.listen-address="\n'
     )
-    files = [
-        *([((router_key + "\n").encode(), ROUTER_KEY, "640")] if router else []),
-        (monitoring.dump(monitoring.alert_rules(knobs, router is not None)), RULES, "644"),
-        (
-            monitoring.dump(
-                monitoring.prometheus_config(boxes, router, others, own, knobs, RULES, ROUTER_KEY)
-            ),
-            CONFIG,
-            "644",
-        ),
-        (env_prom.encode(), PROMETHEUS_ENV, "644"),
-        (monitoring.dump(monitoring.alertmanager_config(knobs)), ALERTS, "644"),
-        (env_am.encode(), ALERTMANAGER_ENV, "644"),
-    ]
-    commands = list(files_synced._inner(files=files, validate=CHECKS))
-    if not commands:
-        host.noop(
-            f"Prometheus scrapes {len(boxes)} box(es)"
-            + (f" and the router {router['name']}" if router else "")
-            + f" at {own}:{port}; its files are current"
-        )
-        return
-    yield from commands
-    if router:  # Prometheus's user reads the key; no one else
-        yield f"chgrp prometheus {shlex.quote(ROUTER_KEY)}"
-    yield "systemctl try-restart prometheus.service prometheus-alertmanager.service"
+    return prom.encode(), am.encode()

@@ -17,6 +17,7 @@ from ..domain.profiles import render_release
 from ..facts.docker import DockerImage
 from ..facts.releases import ReleaseState
 from ..run import gate_failures, memo
+from .systemd import unit_removed
 
 
 def replica_state(kit_dir: str, state_dir: str | None) -> dict:
@@ -290,7 +291,8 @@ def replicas_retired(kit_dir: str, unit: str, keep: int):
         name = replicas.suffixed(unit, n)
         logger.warning(f"{host.name}: retiring replica {n} ({name}): the box serves {keep} now")
         stop = release_command(kit_dir, name, "stop", state_dir=replicas.state_dir(kit_dir, n))
-        q = shlex.quote(name)
-        yield f"{stop} || systemctl stop {q}; systemctl disable --quiet {q} 2>/dev/null; true"
-        yield f"rm -f {shlex.quote(f'{UNIT_DIR}/{name}')}"
-    yield "systemctl daemon-reload"
+        yield f"{stop} || systemctl stop {shlex.quote(name)}; true"  # drained first
+        # Cut after its unit file went, this replica is not found again (it was found by that
+        # file): it was stopped and disabled before, so systemd holds a stopped unit's record
+        # until any daemon-reload; nothing runs from it meanwhile.
+        yield from unit_removed._inner(unit=name, paths=[f"{UNIT_DIR}/{name}"])

@@ -6,17 +6,15 @@ deploy of a whole fleet wires router and boxes in the same run.
 
 from __future__ import annotations
 
-import shlex
-
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN
+from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN, UNIT_DIR
 from ..domain import fleet, replicas
 from ..domain.box_commands import tool_command
-from ..facts.files import FileHashes
 from ..facts.router import HaproxyBuild
 from .files import files_synced, kit_file
+from .systemd import unit_installed, unit_removed
 
 
 def backends(inventory) -> list[dict]:
@@ -81,15 +79,17 @@ def router_configured(
     config: str, keys_file: str, unit: str, settings: dict, keys_env: str, keys_path: str = ""
 ):
     """
-    The router's HAProxy configuration names every GPU box on the tailnet and holds the hashes of
-    the fleet's API keys; when either changes it is checked (`haproxy -c`) and the router reloaded
-    (connections in flight finish on the old process).
+    The router's unit and its HAProxy configuration: every GPU box on the tailnet and the hashes
+    of the fleet's API keys. A new configuration is checked (`haproxy -c`) before it replaces the
+    running one's, and the router reloads it (connections in flight finish on the old process); a
+    new unit file restarts it. Both decided from the box (systemd.unit_installed), so a run cut
+    after writing the configuration still reloads it next time.
 
     + config: the configuration file (the kit's own; the distribution's haproxy.cfg is left alone)
     + keys_file: sha256 of each accepted "Bearer <key>" (never the keys)
     + unit: the router's systemd unit
     + settings: port, metrics_port, agent_port, session_header, timeout_s, queue_timeout_s,
-      interval_ms
+      interval_ms, admin_socket
     + keys_env, keys_path: where the control machine holds the API keys (fleet.api_keys)
     """
     build = host.get_fact(HaproxyBuild)
@@ -117,11 +117,18 @@ def router_configured(
         binds=[f"ipv6@{a}" if ":" in a else f"ipv4@{a}" for a in own],
     )
     hashes = fleet.key_hashes(fleet.api_keys(keys_env, keys_path)).encode()
+    unit_text = kit_file("files/laguna-router.service.j2", port=settings["port"], config=config)
     # The keys first (the running router holds its ACL in memory): the new configuration names
     # them, and is checked before it replaces the running one's.
     commands = list(
-        files_synced._inner(
-            files=[(hashes, keys_file, "600"), (text, config, "644")],
+        unit_installed._inner(
+            unit=unit,
+            files=[
+                (hashes, keys_file, "600"),
+                (text, config, "644"),
+                (unit_text, unit_path(unit), "644"),
+            ],
+            reload=True,
             validate={config: HAPROXY_CHECK},
         )
     )
@@ -129,8 +136,10 @@ def router_configured(
         host.noop(f"{config} and the API key hashes are current")
         return
     yield from commands
-    q = shlex.quote(unit)
-    yield f"if systemctl is-active --quiet {q}; then systemctl reload {q}; fi"
+
+
+def unit_path(unit: str) -> str:
+    return f"{UNIT_DIR}/{unit}"
 
 
 @operation()
@@ -229,12 +238,9 @@ def router_agent_removed(
         *(f"{s}/{name}" for s in state_dirs or [kit_dir] for name in (ROUTER_AGENT, ROUTER_DRAIN)),
         peers_file,
     ]
-    present = sorted(host.get_fact(FileHashes, paths=[*unit_files, *kit_files]))
-    if not present:
+    commands = list(unit_removed._inner(unit=socket_unit, paths=unit_files, also=kit_files))
+    if not commands:
         host.noop("no router agent on this box")
         return
     logger.info(f"{host.name}: no router in the hosts file: removing this box's router agent")
-    yield f"systemctl disable --now {shlex.quote(socket_unit)} 2>/dev/null || true"
-    yield "rm -f " + shlex.join(present)
-    if any(p in unit_files for p in present):
-        yield "systemctl daemon-reload"
+    yield from commands

@@ -12,7 +12,7 @@ from pyinfra.facts.server import Command, LinuxDistribution
 from ..domain import hardware, images
 from ..domain.box_commands import LOCK_HOLDER
 from ..facts.nvidia import NvidiaSmiGpus
-from ..facts.server import BoxBasics, DeployLock, FreeSpaceMiB, UnitStates
+from ..facts.server import BoxBasics, DeployLock, FreeSpaceMiB
 from ..run import interrupt, memo, ssh_connection
 from .nvidia import gpus_seen
 
@@ -235,41 +235,3 @@ def reboot_and_wait(timeout: int = 600):
     yield f"mkdir -p {REBOOT_MARKER.rsplit('/', 1)[0]} && touch {REBOOT_MARKER}"
     yield "( sleep 1 && systemctl reboot ) </dev/null >/dev/null 2>&1 &"
     yield FunctionCommand(lambda state, host: wait_for_reboot(host, timeout), (), {})
-
-
-# The services the deploy keeps running: one `systemctl show` answers for all of them, so a
-# converged run asks once (a service not listed here is asked with them).
-KEPT_SERVICES = (
-    "laguna-firewall.service",
-    "laguna-firewall-watch.service",
-    "docker.service",
-    "tailscaled.service",
-)
-
-
-@operation()
-def service_running(service: str, running: bool | None = True, enabled: bool = True):
-    """
-    A systemd service started and enabled at boot, as pyinfra's ``systemd.service`` does, judged
-    by one command shared with the deploy's other services.
-
-    + service: the unit's name
-    + running: start it when it is not running (None: leave it as it is)
-    + enabled: enable it at boot
-
-    **Example:**
-
-    .. code:: python
-
-        service_running(name="Docker running and enabled", service="docker.service")
-    """
-    units = tuple(dict.fromkeys((*KEPT_SERVICES, service)))
-    st = memo.fact(host, UnitStates, units=units).get(service) or {}
-    todo = []
-    if running and not st.get("running"):
-        todo.append(f"systemctl start {service}")
-    if enabled and not st.get("enabled"):
-        todo.append(f"systemctl enable {service}")
-    if not todo:
-        host.noop(f"{service} " + ("running and " if running else "") + "enabled")
-    yield from todo

@@ -228,7 +228,7 @@ def test_a_router_answering_a_hostile_address_writes_nothing_to_the_boxes():
 
 
 def test_a_box_answering_a_hostile_address_writes_nothing_to_the_router(monkeypatch):
-    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    doc = case("router.router_configured/first-deploy-writes-and-checks-its-files.json")
     monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     doc["inventory"][0]["facts"]["network.TailscaleStatus"]["Self"]["TailscaleIPs"] = [
         "100.90.1.2:8080\nglobal\n    external-check"

@@ -10,13 +10,13 @@ from ..fixtures import case, operation_output, run_operation, uploads
 
 
 def key_one():
-    return case("router.router_configured/first-deploy-writes-checks-then-reloads.json")["env"][
+    return case("router.router_configured/first-deploy-writes-and-checks-its-files.json")["env"][
         "LAGUNA_API_KEYS"
     ]
 
 
 def test_router_config_names_the_boxes_on_the_tailnet_and_only_key_hashes(monkeypatch):
-    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    doc = case("router.router_configured/first-deploy-writes-and-checks-its-files.json")
     monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     files = uploads("router.router_configured", doc)
     cfg = files["/etc/laguna-kit/haproxy.cfg"].decode()
@@ -31,14 +31,25 @@ def test_router_config_names_the_boxes_on_the_tailnet_and_only_key_hashes(monkey
 
 
 def test_a_converged_router_is_left_alone(monkeypatch):
-    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    doc = case("router.router_configured/first-deploy-writes-and-checks-its-files.json")
     monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     files = uploads("router.router_configured", doc)
-    (fact_key,) = doc["facts"]["files.FileHashes"]
-    modes = {"/etc/laguna-kit/haproxy.cfg": "644", "/etc/laguna-kit/router-api-keys.sha256": "600"}
-    doc["facts"]["files.FileHashes"][fact_key] = {
-        path: {"sha256": hashlib.sha256(data).hexdigest(), "mode": modes[path]}
+    (fact_key,) = doc["facts"]["systemd.UnitFiles"]
+    modes = {"/etc/laguna-kit/router-api-keys.sha256": "600"}
+    state = doc["facts"]["systemd.UnitFiles"][fact_key]
+    state["files"] = {  # every file as this run would write it, before the router last started
+        path: {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "mode": modes.get(path, "644"),
+            "mtime": 1,
+        }
         for path, data in files.items()
+    }
+    state["units"]["laguna-router.service"] = {
+        "loaded": True,
+        "active": True,
+        "need_daemon_reload": False,
+        "since": 2.0,
     }
     commands, noops = run_operation("router.router_configured", doc)
     assert commands == [] and noops[-1].endswith("are current"), (commands, noops)
@@ -53,7 +64,7 @@ def test_a_converged_router_is_left_alone(monkeypatch):
         if isinstance(c, dict)
     )
     assert {"upload": "/etc/laguna-kit/haproxy.cfg.laguna-new"} not in commands
-    assert commands[-1].startswith("if systemctl is-active --quiet laguna-router.service")
+    assert commands[-1].startswith("systemctl reload laguna-router.service && ")
 
 
 def test_the_box_firewall_lets_in_the_router_addresses_read_now():
@@ -64,7 +75,7 @@ def test_the_box_firewall_lets_in_the_router_addresses_read_now():
 
 
 def test_the_router_listens_on_its_tailnet_addresses_and_guards_its_metrics(monkeypatch):
-    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    doc = case("router.router_configured/first-deploy-writes-and-checks-its-files.json")
     monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     cfg = uploads("router.router_configured", doc)["/etc/laguna-kit/haproxy.cfg"].decode()
     binds = [line.strip() for line in cfg.splitlines() if line.strip().startswith("bind ")]
@@ -80,7 +91,7 @@ def test_the_router_listens_on_its_tailnet_addresses_and_guards_its_metrics(monk
 
 
 def test_a_router_off_the_tailnet_gets_no_configuration(monkeypatch):
-    doc = case("router.router_configured/first-deploy-writes-checks-then-reloads.json")
+    doc = case("router.router_configured/first-deploy-writes-and-checks-its-files.json")
     monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     doc["facts"]["network.TailscaleStatus"] = {"BackendState": "NeedsLogin"}
     with pytest.raises(OperationError, match="not on the tailnet"):
