@@ -13,7 +13,9 @@ from laguna_kit.boxtools.layout import (
     FIREWALL_PEERS_GLOB,
     FIREWALL_PULLERS_GLOB,
     FIREWALL_RULES,
+    FIREWALL_SAFE_RULES,
     FIREWALL_WATCH,
+    KIT_ETC,
     KIT_LISTENERS,
     MONITOR_USER,
     ROUTER_USER,
@@ -33,7 +35,7 @@ from laguna_kit.run import memo
 
 d = host.data
 RULES = FIREWALL_RULES
-SAFE_RULES = "/etc/laguna-kit/firewall-ssh-open.nft"  # what a revert loads when nothing was loaded
+SAFE_RULES = FIREWALL_SAFE_RULES  # what a revert loads when nothing was loaded
 SYSTEMD = "/etc/systemd/system"
 NFTABLES_WITH_KIT = ("nftables-with-kit.nft", "nftables-stop.nft")  # its start/reload and stop
 NFTABLES_DROPIN = "nftables.service.d/laguna-kit.conf"
@@ -137,7 +139,7 @@ unit_installed(
         ),
         (kit_file(TEMPLATE, **rules, ssh_tailnet_only=d.ssh_tailnet_only), RULES, "644"),
         (kit_file("files/laguna-firewall.service"), f"{SYSTEMD}/laguna-firewall.service", "644"),
-        *((kit_file(f"files/{n}"), f"/etc/laguna-kit/{n}", "644") for n in NFTABLES_WITH_KIT),
+        *((kit_file(f"files/{n}"), f"{KIT_ETC}/{n}", "644") for n in NFTABLES_WITH_KIT),
         (kit_file("files/nftables-laguna-kit.conf"), f"{SYSTEMD}/{NFTABLES_DROPIN}", "644"),
         (
             kit_file(

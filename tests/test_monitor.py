@@ -11,6 +11,7 @@ Prometheus 2.42, Alertmanager 0.25 and node exporter 1.5 (bookworm's archive) an
   resolves.
 """
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -366,3 +367,55 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
     edge.run(f"cat > /tmp/laguna-rules-test.yml <<'EOF'\n{json.dumps(doc)}\nEOF")
     out = edge.run("promtool test rules /tmp/laguna-rules-test.yml", check=False)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_run_cut_after_writing_a_file_reacts_on_the_next_run(watched, sandbox):
+    """Issue 36: a run killed between writing a unit's file and reacting to it leaves the old
+    configuration running until the next run, not for good. The router's API keys (HAProxy holds
+    them in memory: a reload takes a new one) and the metrics timer's unit (systemd reads it at a
+    daemon-reload, the timer restarts on it), each cut right after the write; the next run makes
+    the reaction from the box's state, and the one after changes nothing. Runs last: it leaves the
+    fleet on a third key and another timer interval."""
+    from tests.harness.cut_runs import cut_after_write
+
+    boxes, edge, *_ = watched
+    box = boxes[0]
+    key = "lgk-harness-key-three-0a1b2c3d4e5f6789"
+    keys = {"LAGUNA_API_KEYS": ",".join([*ROUTER_KEYS, key])}
+    data = dict(DATA, gpu_metrics_interval_s=KNOBS["gpu_metrics_interval_s"] + 4)
+    timer = "laguna-gpu-metrics.timer"
+
+    def answers(k) -> int:
+        url = f"http://{edge.tailnet_v4}:{KNOBS['router_port']}/v1/models"
+        auth = f"Authorization: Bearer {k}"
+        out = tailnet("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", auth, url)
+        return int(out.stdout or 0)
+
+    def timer_state() -> tuple[str, str]:
+        show = box.run(f"systemctl show -p NeedDaemonReload -p TimersMonotonic {timer}").stdout
+        props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
+        return props["NeedDaemonReload"], props["TimersMonotonic"]
+
+    fleet = [*boxes, edge]
+    both = ["--limit", box.name, "--limit", edge.name]
+    written = hashlib.sha256(f"Bearer {key}".encode()).hexdigest()
+    assert answers(key) == 401
+    # the router's key file written, its reload cut: the new key is refused
+    cut_after_write(
+        sandbox, fleet, edge, r"^reload laguna-router", env=keys, data=DATA,
+        args=["--limit", edge.name],
+    )  # fmt: skip
+    assert written in edge.run("cat /etc/laguna-kit/router-api-keys.sha256").stdout
+    assert answers(key) == 401
+    # the timer's unit written, systemd's reload cut; the router's reload made by this run
+    cut_after_write(sandbox, fleet, box, r"^daemon-reload", env=keys, data=data, args=both)
+    assert answers(key) == 200, "the router still runs the key file of before the cut"
+    assert timer_state()[0] == "yes"
+    # the next run reloads systemd and restarts the timer on its new unit ...
+    again = run_deploy(sandbox, fleet, data=data, env=keys, args=both, timeout=900)
+    assert again.ok, again.explain()
+    need, timers = timer_state()
+    assert need == "no" and f"{data['gpu_metrics_interval_s']}s" in timers, timers
+    # ... and the one after changes nothing
+    last = run_deploy(sandbox, fleet, data=data, env=keys, args=both, timeout=900)
+    assert last.ok and last.changed() == [], last.changed()

@@ -6,31 +6,32 @@ QUARANTINE = ".laguna-quarantine"  # per checkpoint folder: files that failed th
 STASH = ".laguna-revisions"  # beside the checkpoint folders: other revisions, kept for rollback
 UNIT_DIR = "/etc/systemd/system"
 RUN_DIR = "/run/laguna-kit"  # a tmpfs on every systemd distribution: gone at each boot
+SECRETS_DIR = f"{RUN_DIR}/secrets"  # operations/secrets.py: a secret for the length of a command
+REBOOT_MARKER = f"{RUN_DIR}/awaiting-reboot"  # gone once the box rebooted
+DEPLOY_LOCK = f"{RUN_DIR}/deploy.lock"  # lock.py: one deploy at a time (flock)
+DEPLOY_LOCK_INFO = f"{RUN_DIR}/deploy.lock.json"  # who holds it
+KIT_ETC = "/etc/laguna-kit"  # the kit's own configuration files
+DOCKER_RELOADED = f"{KIT_ETC}/docker-reloaded"  # touched when dockerd reloaded a daemon.json
+FIREWALL_SAFE_RULES = f"{KIT_ETC}/firewall-ssh-open.nft"  # what a revert loads if nothing was
 # When the kit last had a unit reload its files (systemctl reload), one empty file per unit: the
 # reload that an interrupted run did not get to is found from these and the files' own times.
 RELOADED_DIR = f"{RUN_DIR}/reloaded"
-FIREWALL_RULES = (
-    "/etc/laguna-kit/firewall.nft"  # the kit's nftables table (files/ units load it too)
-)
-FIREWALL_PEERS = "/etc/laguna-kit/firewall.d/fleet-router.nft"  # the router's addresses
+FIREWALL_RULES = f"{KIT_ETC}/firewall.nft"  # the kit's nftables table (files/ units load it too)
+FIREWALL_PEERS = f"{KIT_ETC}/firewall.d/fleet-router.nft"  # the router's addresses
 # Each included by its own pattern (a glob matching nothing is no error; a file whose sets the
 # rules no longer define is not read): loaded with the rules.
-FIREWALL_PEERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-router*.nft"
-FIREWALL_FILE_PEERS = (
-    "/etc/laguna-kit/firewall.d/fleet-peers.nft"  # the fleet's GPU boxes' addresses
-)
-FIREWALL_FILE_PEERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-peers*.nft"
+FIREWALL_PEERS_GLOB = f"{KIT_ETC}/firewall.d/fleet-router*.nft"
+FIREWALL_FILE_PEERS = f"{KIT_ETC}/firewall.d/fleet-peers.nft"  # the fleet's GPU boxes' addresses
+FIREWALL_FILE_PEERS_GLOB = f"{KIT_ETC}/firewall.d/fleet-peers*.nft"
 PEER_FILES_UNIT = "laguna-peer-files.service"  # nginx serving the verified checkpoints to the fleet
-PEER_FILES_CONFIG = "/etc/laguna-kit/peer-files-nginx.conf"
-FIREWALL_PULLERS = (
-    "/etc/laguna-kit/firewall.d/fleet-pullers.nft"  # on the cache host: the GPU boxes
-)
-FIREWALL_PULLERS_GLOB = "/etc/laguna-kit/firewall.d/fleet-pullers*.nft"
+PEER_FILES_CONFIG = f"{KIT_ETC}/peer-files-nginx.conf"
+FIREWALL_PULLERS = f"{KIT_ETC}/firewall.d/fleet-pullers.nft"  # on the cache host: the GPU boxes
+FIREWALL_PULLERS_GLOB = f"{KIT_ETC}/firewall.d/fleet-pullers*.nft"
 REGISTRY_CACHE_UNIT = "laguna-registry-cache.service"  # the fleet's image cache (docker-registry)
-REGISTRY_CACHE_CONFIG = "/etc/laguna-kit/registry-cache.json"
-FIREWALL_MONITOR = "/etc/laguna-kit/firewall.d/fleet-monitor.nft"  # the monitor's addresses
-FIREWALL_MONITOR_GLOB = "/etc/laguna-kit/firewall.d/fleet-monitor*.nft"
-MONITOR_DIR = "/etc/laguna-kit/monitor"  # the monitor host's Prometheus/Alertmanager files
+REGISTRY_CACHE_CONFIG = f"{KIT_ETC}/registry-cache.json"
+FIREWALL_MONITOR = f"{KIT_ETC}/firewall.d/fleet-monitor.nft"  # the monitor's addresses
+FIREWALL_MONITOR_GLOB = f"{KIT_ETC}/firewall.d/fleet-monitor*.nft"
+MONITOR_DIR = f"{KIT_ETC}/monitor"  # the monitor host's Prometheus/Alertmanager files
 MONITOR_USER = "prometheus"  # the user Debian's prometheus packages run them as
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"  # node exporter's textfile folder (Debian's)
 GPU_METRICS_UNIT = "laguna-gpu-metrics"  # .service + .timer: tasks/metrics.py
@@ -39,8 +40,8 @@ ROUTER_DRAIN = "router-drain"  # under kit_dir: while it exists the box's router
 ROUTER_UNIT = "laguna-router.service"  # the fleet router's HAProxy (tasks/router.py)
 ROUTER_USER = "haproxy"  # the user Debian's and Ubuntu's haproxy package runs it as
 ROUTER_ADMIN_SOCKET = "/run/laguna-router/admin.sock"  # its runtime API
-ROUTER_CONFIG = "/etc/laguna-kit/haproxy.cfg"  # the kit's own (the distribution's is left alone)
-ROUTER_KEYS = "/etc/laguna-kit/router-api-keys.sha256"  # sha256 of each "Bearer <key>", never a key
+ROUTER_CONFIG = f"{KIT_ETC}/haproxy.cfg"  # the kit's own (the distribution's is left alone)
+ROUTER_KEYS = f"{KIT_ETC}/router-api-keys.sha256"  # sha256 of each "Bearer <key>", never a key
 ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits
 REPLICAS = "replicas"  # under kit_dir: replica n > 1's own state folder, replicas/<n>
 

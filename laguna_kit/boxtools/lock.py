@@ -17,8 +17,9 @@ import os
 import sys
 import time
 
-LOCK = "/run/laguna-kit/deploy.lock"
-INFO = "/run/laguna-kit/deploy.lock.json"
+from .layout import DEPLOY_LOCK, DEPLOY_LOCK_INFO
+
+LOCK, INFO = DEPLOY_LOCK, DEPLOY_LOCK_INFO
 
 
 def ancestor_sshd(pid: int) -> int | None:

@@ -11,6 +11,8 @@ import socket
 import uuid
 from pathlib import Path
 
+from ..boxtools.layout import RUN_DIR
+
 BOXTOOLS = Path(__file__).resolve().parent.parent / "boxtools"
 
 # launcher in <kit_dir>/bin -> module of the package; fetch and gate need the venv (hub client,
@@ -119,10 +121,10 @@ def transient(unit: str, command: str, stdout: str = "null", stderr_file: str = 
     one still going waits for it instead of starting a second one on the same files. Its stderr is
     shown when it ends (nothing of an earlier run's when it could not start); its exit status is
     the command's."""
-    err = stderr_file or f"/run/laguna-kit/{unit}.err"
+    err = stderr_file or f"{RUN_DIR}/{unit}.err"
     run = systemd_run(unit, f"StandardOutput={stdout}", f"StandardError=truncate:{err}", wait=True)
     q = shlex.quote(err)
     return (
-        f"while {running(unit)}; do sleep 5; done; mkdir -p /run/laguna-kit; rm -f {q}; "
+        f"while {running(unit)}; do sleep 5; done; mkdir -p {RUN_DIR}; rm -f {q}; "
         f"{run} {command}; rc=$?; cat {q} >&2 2>/dev/null; exit $rc"
     )

@@ -57,6 +57,13 @@ def count_for(wanted: int, cards: int | None, gpu_count: int) -> int:
     return max(1, min(MAX_REPLICAS, cards // gpu_count))
 
 
+def gpus_seen(h):
+    """(GPUs, where they were seen): nvidia-smi's view when the driver is loaded, else the PCI
+    bus's (memory may be unknown)."""
+    smi = memo.fact(h, NvidiaSmiGpus)
+    return (smi["gpus"], "nvidia-smi") if smi["ok"] else (h.get_fact(PciGpus), "PCI bus")
+
+
 def count(h) -> int:
     """The replicas host `h` serves: its hosts-file data, else its cards (nvidia-smi's view when
     the driver answers, read by the pre-flight already; else the PCI bus, before any driver).

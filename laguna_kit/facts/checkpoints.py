@@ -7,7 +7,7 @@ import shlex
 
 from pyinfra.api import FactBase
 
-from ..boxtools.layout import VERIFIED_RECORD
+from ..boxtools.layout import RUN_DIR, VERIFIED_RECORD
 from ..domain.box_commands import running
 from . import multipart
 
@@ -85,7 +85,7 @@ class DownloadProgress(FactBase):
     def default():
         return []
 
-    def command(self, run_dir="/run/laguna-kit"):
+    def command(self, run_dir=RUN_DIR):
         return (
             f'for f in {shlex.quote(run_dir)}/laguna-fetch-*.progress.json; do [ -e "$f" ] || '
             'continue; u=$(basename "$f" .progress.json); s=inactive; '

@@ -7,6 +7,8 @@ import shlex
 
 from pyinfra.api import FactBase
 
+from ..boxtools.layout import DOCKER_RELOADED
+
 
 class DockerImage(FactBase):
     """A pulled image reference: ``{"digest": its registry digest ("sha256:...") or None,
@@ -34,7 +36,7 @@ class DockerImage(FactBase):
 
 
 # Touched by the kit after `systemctl reload docker` applied a daemon.json (operations/docker.py).
-RELOADED = "/etc/laguna-kit/docker-reloaded"
+RELOADED = DOCKER_RELOADED
 
 
 class DockerEngine(FactBase):

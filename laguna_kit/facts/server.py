@@ -7,8 +7,6 @@ import shlex
 
 from pyinfra.api import FactBase
 
-from ..domain.box_commands import tool_command
-
 
 class FreeSpaceMiB(FactBase):
     """``{path: {"mib": MiB available to unprivileged writers, "mount": its filesystem's mount
@@ -64,31 +62,4 @@ class BoxBasics(FactBase):
             "mem_mib": int(got.get("mem_kib") or 0) // 1024,
             "secure_boot": got.get("secure_boot") == "1",
             "char_links_missing": sorted(m for m in missing if re.fullmatch(r"\d+:\d+", m)),
-        }
-
-
-class DeployLock(FactBase):
-    """Takes (or confirms) the box's deploy lock for this run: ``{"held": bool, "busy": who holds
-    it}``. Not a read-only fact: it is asked only while executing (never in --dry), by the
-    operations that must not overlap with another deploy (laguna_kit/boxtools/lock.py)."""
-
-    @staticmethod
-    def default():
-        return {"held": False, "busy": "", "tools": False}
-
-    def command(self, kit_dir, holder, wait):
-        launcher = shlex.quote(f"{kit_dir}/bin/laguna_lock.py")
-        acquire = tool_command(
-            kit_dir, "laguna_lock.py", "acquire", "--holder", holder, "--wait", int(wait)
-        )
-        return f"if [ -x {launcher} ]; then {acquire}; else echo no-tools; fi; true"
-
-    def process(self, output):
-        text = " ".join(output).strip()
-        if text == "no-tools":
-            return {"held": False, "busy": "", "tools": False}
-        return {
-            "held": text == "held",
-            "busy": text.removeprefix("busy: ") if text != "held" else "",
-            "tools": True,
         }

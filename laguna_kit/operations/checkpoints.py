@@ -18,11 +18,12 @@ from pyinfra.api import (
 )
 from pyinfra.facts.server import Command
 
+from ..boxtools.layout import RUN_DIR, SECRETS_DIR
 from ..domain import hub, peer_fetch_plan
 from ..domain.box_commands import running, systemd_run, tool_command, transient
 from ..facts.checkpoints import CheckpointState
 from ..run import download_progress, interrupt
-from .secrets import SECRETS_DIR, secret_path
+from .secrets import secret_path
 
 
 def _memory(state) -> dict:
@@ -36,9 +37,6 @@ def _memory(state) -> dict:
         mem = {"started": set(), "verified": set()}
         state.laguna_downloads = mem
     return mem
-
-
-RUN_DIR = "/run/laguna-kit"
 
 
 class Fetch:

@@ -12,9 +12,8 @@ from pyinfra.api import FunctionCommand, OperationError, operation
 
 from ..domain.box_commands import tool_command
 from ..facts.network import FirewallState, Listeners, TailscaleStatus
-from ..run import memo, operator_inputs
+from ..run import deploy_lock, memo, operator_inputs
 from .secrets import secret_path, with_secret
-from .server import hold_lock
 
 
 @operation()
@@ -109,7 +108,7 @@ def reconnect(host, confirm_timeout_s: int) -> None:
             f"{host.name}: no new SSH connection after the firewall change: it reverts itself "
             f"in {confirm_timeout_s} s"
         )
-    hold_lock(host, host.data.kit_dir, 60)  # the old connection's lock ended with it
+    deploy_lock.hold(host, host.data.kit_dir, 60)  # the old connection's lock ended with it
 
 
 @operation()

@@ -9,16 +9,10 @@ from pyinfra.api import OperationError, operation
 
 from ..domain import hardware, images
 from ..facts.docker import DockerImage
-from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus, PciGpus
+from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus
 from ..facts.server import BoxBasics
-from ..run import interrupt, memo
+from ..run import interrupt, memo, reboot
 from .files import read_json
-
-
-def gpus_seen():
-    """nvidia-smi's view when the driver is loaded, else the PCI bus's (memory may be unknown)."""
-    smi = memo.fact(host, NvidiaSmiGpus)
-    return (smi["gpus"], "nvidia-smi") if smi["ok"] else (host.get_fact(PciGpus), "PCI bus")
 
 
 @operation()
@@ -59,8 +53,6 @@ def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
 
         nvidia_driver_loaded(name="Driver loaded", allow_reboot=True)
     """
-    from .server import reboot_and_wait  # server's pre-flight imports this module
-
     smi = memo.fact(host, NvidiaSmiGpus)
     if smi["ok"]:
         host.noop("NVIDIA driver loaded")
@@ -71,7 +63,7 @@ def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
             f"(nvidia-smi: {smi['message'] or 'not installed'}): reboot the box and re-run, "
             f"or set nvidia_allow_reboot=True to let the kit reboot it"
         )
-    yield from reboot_and_wait._inner(timeout=reboot_timeout)
+    yield from reboot.commands(reboot_timeout)
 
 
 def nvidia_smi_settled(settle_s: int) -> dict:

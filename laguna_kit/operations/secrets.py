@@ -12,7 +12,7 @@ import shlex
 
 from pyinfra.api import StringCommand
 
-SECRETS_DIR = "/run/laguna-kit/secrets"
+from ..boxtools.layout import SECRETS_DIR
 
 
 def secret_path(name: str) -> str:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import time
-import weakref
-
 from pyinfra import host, logger
-from pyinfra.api import FunctionCommand, OperationError, operation
-from pyinfra.facts.server import Command, LinuxDistribution
+from pyinfra.api import OperationError, operation
+from pyinfra.facts.server import LinuxDistribution
 
 from ..domain import hardware, images
-from ..domain.box_commands import LOCK_HOLDER
+from ..domain.replicas import gpus_seen
 from ..facts.nvidia import NvidiaSmiGpus
-from ..facts.server import BoxBasics, DeployLock, FreeSpaceMiB
-from ..run import interrupt, memo, ssh_connection
-from .nvidia import gpus_seen
+from ..facts.server import BoxBasics, FreeSpaceMiB
+from ..run import deploy_lock, memo, reboot
 
 SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
 
@@ -71,7 +67,7 @@ def preflight(
         )
     if box["arch"] != "x86_64":
         problems.append(f"found {box['arch']}, need x86_64")
-    gpus, source = gpus_seen()
+    gpus, source = gpus_seen(host)
     problems += hardware.gpu_problems(gpus, gpu_count, gpu_min_memory_mib, replicas)
     idle = hardware.idle_gpus(gpus, gpu_count, replicas)
     if idle:
@@ -146,24 +142,6 @@ def driver_problems(
     ]
 
 
-_LOCKED_OVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host -> SSH transport
-
-
-def hold_lock(host, kit_dir: str, wait_s: int) -> None:
-    """This run holds the box's deploy lock (again after a reconnect), or fails naming who."""
-    transport = ssh_connection.transport(host)
-    if transport is not None and _LOCKED_OVER.get(host) is transport:
-        return  # taken over this very connection already: it lasts as long as the connection
-    got = host.get_fact(DeployLock, kit_dir=kit_dir, holder=LOCK_HOLDER, wait=wait_s)
-    if got["busy"]:
-        raise OperationError(
-            f"{host.name}: another deploy is running on this box: {got['busy']}. "
-            "Re-run when it has finished; nothing was changed by this run"
-        )
-    if got["held"] and transport is not None:
-        _LOCKED_OVER[host] = transport
-
-
 @operation()
 def deploy_locked(kit_dir: str, wait_s: int):
     """
@@ -183,37 +161,9 @@ def deploy_locked(kit_dir: str, wait_s: int):
     if not host.state.is_executing:
         host.noop("taken when the run executes")
         return
-    hold_lock(host, kit_dir, wait_s)
+    deploy_lock.hold(host, kit_dir, wait_s)
     host.noop("this run holds the box's deploy lock")
     yield from ()
-
-
-REBOOT_MARKER = "/run/laguna-kit/awaiting-reboot"  # /run is a tmpfs on every systemd distro
-
-
-def wait_for_reboot(host, timeout: int) -> None:
-    """Reconnect until the marker is gone (a reboot happened), then let the boot finish."""
-    time.sleep(3)
-    host.disconnect()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        host.connect(show_errors=False)
-        if host.connected:
-            marker = host.get_fact(
-                Command, command=f"test -e {REBOOT_MARKER} && echo waiting || echo rebooted"
-            )
-            if marker == "rebooted":
-                # Up is not booted: let the boot finish (module loads, DKMS) before the next step.
-                hold_lock(host, host.data.kit_dir, 600)  # the old connection's lock ended with it
-                host.get_fact(
-                    Command,
-                    command=f"timeout {int(timeout)} systemctl is-system-running --wait; true",
-                )
-                return
-            host.disconnect()
-        interrupt.check()
-        time.sleep(2)
-    raise OperationError(f"{host.name} did not come back from reboot within {timeout}s")
 
 
 @operation(is_idempotent=False)
@@ -232,6 +182,4 @@ def reboot_and_wait(timeout: int = 600):
 
         reboot_and_wait(name="Reboot for the driver", timeout=600)
     """
-    yield f"mkdir -p {REBOOT_MARKER.rsplit('/', 1)[0]} && touch {REBOOT_MARKER}"
-    yield "( sleep 1 && systemctl reboot ) </dev/null >/dev/null 2>&1 &"
-    yield FunctionCommand(lambda state, host: wait_for_reboot(host, timeout), (), {})
+    yield from reboot.commands(timeout)

@@ -43,14 +43,14 @@ def test_the_reboot_wait_after_the_driver_is_the_knob(monkeypatch):
     """nvidia_reboot_timeout_s reaches the wait (a server with many GPUs may POST for minutes)."""
     from laguna_kit import KIT_ROOT
     from laguna_kit.knobs.declared import defaults
-    from laguna_kit.operations import server
+    from laguna_kit.run import reboot
 
     from .fixtures import HERE, operation_output
 
     case = read(HERE / "operations/nvidia.nvidia_driver_loaded/reboot-allowed.json")
     case["args"]["reboot_timeout"] = 1800
     waited = []
-    monkeypatch.setattr(server, "wait_for_reboot", lambda host, timeout: waited.append(timeout))
+    monkeypatch.setattr(reboot, "wait_for_reboot", lambda host, timeout: waited.append(timeout))
     commands, _ = operation_output("nvidia.nvidia_driver_loaded", case)
     commands[-1].function(None, None)
     assert waited == [1800]
