@@ -7,11 +7,11 @@
 from pyinfra import host
 
 from laguna_kit.domain import fleet
-from laguna_kit.knobs import shapes
+from laguna_kit.knobs import check
 from laguna_kit.run import steps
 
 # Every knob typed (hosts file, group data and --data alike) before anything is planned with it.
-shapes.refuse_bad(host)
+check.refuse_bad(host)
 gpu = "gpu" in fleet.roles(host)
 router = "router" in fleet.roles(host)
 

@@ -23,12 +23,8 @@ from laguna_kit.boxtools.layout import (
 from laguna_kit.domain import fleet, peer_fetch_plan, replicas
 from laguna_kit.facts.network import Listeners
 from laguna_kit.operations.files import kit_file
-from laguna_kit.operations.network import (
-    firewall_applied,
-    listeners_checked,
-    parse_ports,
-    ssh_over_tailnet_checked,
-)
+from laguna_kit.operations.firewall import firewall_applied, listeners_checked, parse_ports
+from laguna_kit.operations.network import ssh_over_tailnet_checked
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.systemd import service_running, unit_installed
 from laguna_kit.run import memo

@@ -5,10 +5,10 @@ from pyinfra import host
 
 from laguna_kit.boxtools.layout import ROUTER_UNIT
 from laguna_kit.domain import fleet, replicas
-from laguna_kit.knobs import shapes
+from laguna_kit.knobs import check
 from laguna_kit.operations.reports import journal_reported
 
-shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+check.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 lines = int(host.data.get("log_lines", 200))
 if "gpu" in fleet.roles(host):

@@ -15,7 +15,7 @@ from laguna_kit.boxtools.layout import (
 )
 from laguna_kit.domain import fleet
 from laguna_kit.operations.files import kit_file
-from laguna_kit.operations.monitor import monitor_peers_allowed
+from laguna_kit.operations.firewall import fleet_peers_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.systemd import service_running, unit_installed, unit_removed
 from laguna_kit.run import memo
@@ -51,7 +51,8 @@ if fleet.monitor_of(host.state.inventory) is not None:
         )
         service_running(name="GPU metrics collected on their timer", service=TIMER)
     if "monitor" not in fleet.roles(host):
-        monitor_peers_allowed(
+        fleet_peers_allowed(
+            role="monitor",
             name="Node exporter and vLLM's /metrics answer the monitor alone on the tailnet",
             kit_dir=d.kit_dir,
             rules=FIREWALL_RULES,

@@ -22,7 +22,7 @@ from laguna_kit.domain.hub import HubError, source_checkpoint
 from laguna_kit.knobs.declared import checkpoint_pairs
 from laguna_kit.operations.checkpoints import RUN_DIR
 from laguna_kit.operations.files import kit_file
-from laguna_kit.operations.network import file_peers_allowed
+from laguna_kit.operations.firewall import fleet_peers_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.systemd import service_running, unit_installed, unit_removed
 from laguna_kit.run import memo
@@ -63,7 +63,8 @@ if peer_fetch_plan.peer_files_on(host):
         ],
     )
     service_running(name="Checkpoint file server running", service=PEER_FILES_UNIT)
-    file_peers_allowed(
+    fleet_peers_allowed(
+        role="peers",
         name="The checkpoint file server answers the fleet's GPU boxes alone",
         kit_dir=d.kit_dir,
         rules=FIREWALL_RULES,

@@ -23,8 +23,8 @@ from laguna_kit.boxtools.layout import (
 )
 from laguna_kit.domain import images
 from laguna_kit.operations.files import kit_file
+from laguna_kit.operations.firewall import fleet_peers_allowed
 from laguna_kit.operations.imagecache import cache_warm_started
-from laguna_kit.operations.network import cache_clients_allowed
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.systemd import service_running, unit_installed
 from laguna_kit.run import memo
@@ -78,7 +78,8 @@ unit_installed(
     ],
 )
 service_running(name="Image cache running", service=REGISTRY_CACHE_UNIT)
-cache_clients_allowed(
+fleet_peers_allowed(
+    role="pullers",
     name="The image cache answers the fleet's GPU boxes alone",
     kit_dir=d.kit_dir,
     rules=FIREWALL_RULES,

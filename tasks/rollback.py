@@ -7,12 +7,12 @@
 from pyinfra import host
 
 from laguna_kit.domain import fleet, replicas
-from laguna_kit.knobs import shapes
+from laguna_kit.knobs import check
 from laguna_kit.operations.releases import release_rolled_back, release_validated
 from laguna_kit.operations.server import deploy_locked
 from laguna_kit.run import gate_failures
 
-shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+check.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):  # a router-only host has no releases
     deploy_locked(

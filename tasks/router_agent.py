@@ -16,7 +16,8 @@ from laguna_kit.boxtools.layout import (
 )
 from laguna_kit.domain import fleet, replicas
 from laguna_kit.operations.files import kit_file
-from laguna_kit.operations.router import router_agent_removed, router_peers_allowed
+from laguna_kit.operations.firewall import fleet_peers_allowed
+from laguna_kit.operations.router import router_agent_removed
 from laguna_kit.operations.systemd import service_running, unit_installed
 
 d = host.data
@@ -62,7 +63,8 @@ if fleet.router_of(host.state.inventory) is not None:
         ],
     )
     service_running(name="Router agent listening", service=SOCKET)
-    router_peers_allowed(
+    fleet_peers_allowed(
+        role="router",
         name="API and agent answer the router alone on the tailnet",
         kit_dir=d.kit_dir,
         rules=FIREWALL_RULES,

@@ -6,10 +6,10 @@ from pyinfra import host
 from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_UNIT
 from laguna_kit.domain import fleet, replicas
 from laguna_kit.domain.profiles import profile_of
-from laguna_kit.knobs import shapes
+from laguna_kit.knobs import check
 from laguna_kit.operations.reports import router_reported, serving_reported
 
-shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+check.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):
     serving = replicas.of(host)

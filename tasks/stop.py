@@ -8,9 +8,9 @@ from pyinfra.operations import server, systemd
 
 from laguna_kit.domain import fleet, replicas
 from laguna_kit.domain.box_commands import release_command
-from laguna_kit.knobs import shapes
+from laguna_kit.knobs import check
 
-shapes.refuse_bad(host)  # every knob typed, --data too, before anything runs
+check.refuse_bad(host)  # every knob typed, --data too, before anything runs
 
 if "gpu" in fleet.roles(host):
     for r in replicas.of(host):

@@ -16,18 +16,11 @@ import jinja2
 
 from .. import KIT_ROOT
 from ..knobs.declared import checkpoint_pairs
+from ..knobs.shapes import PROFILE_FIELDS
 from .hub import is_pinned
 
 CONTAINER_CACHE = "/root/.cache/huggingface"  # where the recipe mounts the model cache
 # A profile row's values; serving_overrides may change any of them for the chosen mode.
-PROFILE_FIELDS = (
-    "max_model_len",
-    "gpu_memory_utilization",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "dflash_tokens",
-    "gate_prompt_tokens",
-)
 
 
 class ProfileError(ValueError):

@@ -104,6 +104,12 @@ def build(data, k: int) -> list[Replica]:
     ]
 
 
+def own_state(kit_dir: str, state_dir: str | None) -> dict:
+    """The state_dir argument of the release manager and its fact, for a replica past the first
+    (replica 1's calls, whose state is kit_dir's, stay as they were)."""
+    return {"state_dir": state_dir} if state_dir and state_dir != kit_dir else {}
+
+
 def knobs_for(knobs: dict, r: Replica) -> dict:
     """The knobs replica `r` is rendered from: its unit, container, port and cards
     (profiles.render sets CUDA_VISIBLE_DEVICES and the tensor parallel size of gpu_count; replica

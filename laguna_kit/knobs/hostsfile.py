@@ -26,14 +26,14 @@ Errors name the file, the host and the field, before any host is contacted: a mi
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
-import typing
 from pathlib import Path
 
 from . import shapes
+from .check import SSH_FIELDS, did_you_mean, problem, unknown_knob
+from .declared import PER_RUN, defaults
 
 CONNECTION_FIELDS = {
     "name": str,
@@ -50,18 +50,6 @@ CONNECTION_FIELDS = {
 ROLES = ("gpu", "router", "monitor", "cache")
 
 
-def _ssh_connector_fields() -> dict[str, type]:
-    """pyinfra's own SSH connection data (ssh_key_password, ssh_forward_agent, ssh_config_file ...),
-    read from the installed pyinfra so the file follows its version; the ones the kit's own fields
-    set (address, port, user, key, known_hosts) are left to those."""
-    from pyinfra.connectors.ssh import ConnectorData, connector_data_meta
-
-    hints = typing.get_type_hints(ConnectorData)
-    own = {"ssh_hostname", "ssh_port", "ssh_user", "ssh_key", "ssh_known_hosts_file"}
-    return {k: hints.get(k, str) for k in connector_data_meta if k not in own}
-
-
-SSH_FIELDS = _ssh_connector_fields()
 # Names seen in other tools' inventories that pyinfra 3.x does not have, with the way it does it.
 NOT_PYINFRA = {
     "ssh_proxy_command": "pyinfra has no ssh_proxy_command: put ProxyCommand (or ProxyJump) in an "
@@ -116,7 +104,7 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
                 raise HostsFileError(f"{where}: {key}: {NOT_PYINFRA[key]}")
             want = CONNECTION_FIELDS.get(key) or SSH_FIELDS.get(key)
             if want is None:
-                hint = _did_you_mean(key, [*CONNECTION_FIELDS, *SSH_FIELDS])
+                hint = did_you_mean(key, [*CONNECTION_FIELDS, *SSH_FIELDS])
                 raise HostsFileError(
                     f"{where}: unknown field {key!r}{hint}; allowed: {sorted(CONNECTION_FIELDS)} "
                     f"and pyinfra's SSH data {sorted(SSH_FIELDS)}"
@@ -186,10 +174,6 @@ def of_role(hosts: list[tuple[str, dict]], role: str) -> list[tuple[str, dict]]:
     return [(n, d) for n, d in hosts if role in d["laguna_roles"]]
 
 
-# Knobs a hosts file may set beyond group_data's (per-run operator inputs).
-EXTRA_KNOBS = {"rollback_to": int, "log_lines": int}
-
-
 def _has_type(value, want: type) -> bool:
     """TOML's value is of the type `want` (a bool is no number; an int does for a float)."""
     if isinstance(value, bool):
@@ -197,40 +181,21 @@ def _has_type(value, want: type) -> bool:
     return isinstance(value, want) or (want is float and isinstance(value, int))
 
 
-def _did_you_mean(key: str, names) -> str:
-    close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.75)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
-
-
-def unknown_knob(key: str, known, table: str = "") -> str:
-    """The refusal's words for a knob no table has, with the nearest real names (difflib)."""
-    from ..domain.profiles import PROFILE_FIELDS
-
-    if key in PROFILE_FIELDS:
-        hint = f" ({key} is a serving profile's value: set serving_overrides = {{{key} = ...}})"
-    else:
-        hint = _did_you_mean(key, [*known, *EXTRA_KNOBS])
-    where = f" in {table}" if table else ""
-    return f"unknown knob {key!r}{where}{hint}; knobs are listed in group_data/all.py"
-
-
 def _check_knobs(where: str, data: dict, table: str = "[hosts.data]") -> None:
-    from .declared import defaults
-
     known = defaults()
     for key, value in data.items():
-        if key in EXTRA_KNOBS:
-            want = EXTRA_KNOBS[key]
+        if key in PER_RUN:
+            want = PER_RUN[key][0]
         elif key in known:
             want = type(known[key])
         else:
-            raise HostsFileError(f"{where}: {unknown_knob(key, known, table)}")
+            raise HostsFileError(f"{where}: {unknown_knob(key, table)}")
         if not _has_type(value, want):
             raise HostsFileError(
                 f"{where}: knob {key} must be {want.__name__} like its default, "
                 f"got {type(value).__name__} {value!r}"
             )
-        bad = shapes.problem(key, value)
+        bad = problem(key, value)
         if bad:
             raise HostsFileError(f"{where}: knob {key} = {value!r} {bad}")
     # Values each fine alone can still make no serving profile (a mode name, an unsafe combination).

@@ -1,9 +1,10 @@
-"""What each knob's value must be before it reaches a config file, a unit, an nft rule or a shell.
+"""The shapes a knob's value may take before it reaches a config file, a unit, an nft rule or a
+shell: group_data/all.py declares each knob with its shape (`name: <shape> = value  # why`), and
+knobs/check.py refuses a value from the hosts file or `pyinfra --data` that does not fit, naming
+the knob and the value, before any host is contacted or changed. The templates and command
+builders then only see values of their shape.
 
-group_data/all.py gives each knob its value; this table gives it a type. A value from the hosts
-file (checked when the file is read) or from `pyinfra --data` (checked at the top of each entry
-point: `refuse_bad`) that does not parse is refused, naming the knob and the value, before any
-host is contacted or changed. The templates and command builders then only see parsed values.
+A shape is a function of the value: None when it fits, else what is wrong with it.
 """
 
 from __future__ import annotations
@@ -220,9 +221,19 @@ def profiles() -> Check:
     return check
 
 
+# What a serving profile sets (serving_overrides changes these, one by one).
+PROFILE_FIELDS = (
+    "max_model_len",
+    "gpu_memory_utilization",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "dflash_tokens",
+    "gate_prompt_tokens",
+)
+
+
 def overrides() -> Check:
     """serving_overrides: profile values by name, each a number or None."""
-    from ..domain.profiles import PROFILE_FIELDS
 
     def check(value):
         if not isinstance(value, dict):
@@ -265,190 +276,20 @@ EMAIL = pattern(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+", "an email address", empty_o
 # Each replica's cards and tensor parallel size (laguna_kit/domain/replicas.py, profiles.render).
 CARDS, CARDS_BY = ("CUDA_VISIBLE_DEVICES",), "gpu_count and replicas_per_box (each replica's cards)"
 TP_ARGS = ("--tensor-parallel-size", "-tp")
-
-
-CHECKS: dict[str, Check] = {
-    # preflight
-    "gpu_count": integer(1, 64),
-    "replicas_per_box": integer(0, 8),
-    "gpu_min_memory_mib": integer(0, 1 << 22),
-    "min_ram_mib": integer(0, 1 << 30),
-    "min_shm_mib": integer(0, 1 << 30),
-    # driver
-    "nvidia_driver_branch": pattern(r"[0-9]{3,4}", "a driver branch number such as 580"),
-    "nvidia_driver_open": flag(),
-    "nvidia_driver_replace": flag(),
-    "nvidia_allow_reboot": flag(),
-    "nvidia_reboot_timeout_s": integer(60, 7200),
-    "nvidia_cuda_repo": url(),
-    # container toolkit
-    "nvidia_toolkit_repo": url(),
-    "nvidia_toolkit_key_url": url(),
-    "nvidia_toolkit_version": pattern(r"[0-9][A-Za-z0-9.+~-]{0,63}", "a Debian version"),
-    # docker
-    "docker_package": DEB_NAME,
-    "docker_daemon_config": json_like(),
-    "docker_group_users": listof(USER),
-    # box tools
-    "deploy_lock_wait_s": integer(0, 86400),
-    "pip_index_url": url(),
-    "pip_trusted_host": pattern(
-        r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?",
-        "a host name or address",
-        empty_ok=True,
-    ),
-    "box_venv_packages": listof(PIN),
-    # models
-    "model_dir": box_path(),
-    "target_repo": REPO,
-    "target_revision": REVISION,
-    "drafter_repo": REPO,
-    "drafter_revision": REVISION,
-    "checkpoint_free_margin_gib": integer(0, 1 << 40),
-    "hf_endpoint": url(),
-    "hf_token_env": ENV_NAME,
-    "checkpoint_rehash": flag(),
-    "download_workers": integer(1, 64),
-    "download_retries": integer(0, 100),
-    "download_backoff_max_s": integer(0, 3600),
-    "download_read_timeout_s": integer(1, 3600),
-    "peer_fetch": flag(),
-    "registry_cache_port": PORT,
-    "registry_cache_upstream": url(),
-    "registry_cache_dir": box_path(),
-    "peer_files_port": PORT,
-    "peer_wait_s": integer(1, 3600),
-    "peer_stall_s": integer(1, 3600),
-    "checkpoint_mirror": NO_CONTROL,  # a folder on the control machine, never on a box's shell
-    # image
-    "vllm_image": IMAGE,
-    "image_registry": url(),
-    # service
-    "serving_mode": pattern(r"[a-z0-9][a-z0-9-]{0,31}", "a mode name"),
-    "api_port": PORT,
-    "api_bind": address(),
-    "served_model_name": pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a model name"),
-    "kit_dir": box_path(),
-    "container_name": pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", "a container name"),
-    "unit_name": pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,120}\.service", "a .service unit name"),
-    "shm_size": pattern(r"[0-9]{1,6}[bkmg]?", "a size such as 16g"),
-    "start_limit_burst": integer(1, 1000),
-    "start_limit_interval_s": integer(1, 86400),
-    "container_env": kit_sets(mapping(ENV_NAME, NO_CONTROL), CARDS, CARDS_BY),
-    "container_network_env": mapping(ENV_NAME, NO_CONTROL),
-    "vllm_common_args": kit_sets(listof(NO_CONTROL), TP_ARGS, "gpu_count"),
-    "serving_profiles": profiles(),
-    "serving_overrides": overrides(),
-    "vllm_extra_args": kit_sets(listof(NO_CONTROL), TP_ARGS, "gpu_count"),
-    "container_extra_env": kit_sets(mapping(ENV_NAME, NO_CONTROL), CARDS, CARDS_BY),
-    "force_unsafe": flag(),
-    # tailscale and firewall
-    "tailscale_pkgs_url": url(),
-    "tailscale_repo": url(empty_ok=True),
-    "tailscale_key_url": url(empty_ok=True),
-    "tailscale_auth_key_env": ENV_NAME,
-    "tailscale_hostname": HOSTNAME,
-    "tailscale_tags": listof(TAG),
-    "firewall_open_ports": listof(pattern(r"(tcp|udp)/[0-9]{1,5}", "tcp/PORT or udp/PORT")),
-    "firewall_close_listeners": flag(),
-    "ssh_tailnet_only": flag(),
-    "firewall_confirm_timeout_s": integer(5, 3600),
-    # router
-    "router_port": PORT,
-    "router_metrics_port": PORT,
-    "router_agent_port": PORT,
-    "router_api_keys_env": ENV_NAME,
-    "router_api_keys_file": NO_CONTROL,  # a file on the control machine
-    "router_session_header": HEADER,
-    "router_timeout_s": integer(1, 86400),
-    "router_queue_timeout_s": integer(1, 86400),
-    "router_check_interval_ms": integer(100, 60000),
-    "router_drain_timeout_s": integer(0, 86400),
-    # monitor
-    "node_exporter_port": PORT,
-    "prometheus_port": PORT,
-    "alertmanager_port": PORT,
-    "monitor_scrape_interval_s": integer(1, 3600),
-    "monitor_retention_days": integer(1, 3650),
-    "gpu_metrics_interval_s": integer(1, 3600),
-    "alert_box_down_for_s": integer(0, 86400),
-    "alert_kv_cache_usage": number(0, 1),
-    "alert_waiting_requests": integer(0, 100000),
-    "alert_gpu_temp_c": integer(30, 120),
-    "alert_gpu_memory_ratio": number(0, 1),
-    "alert_disk_free_ratio": number(0, 1),
-    "alert_decode_ratio": number(0, 1),
-    "alert_webhook_url": url(empty_ok=True),
-    "alert_email_to": EMAIL,
-    "alert_email_from": EMAIL,
-    "alert_smarthost": pattern(r"[A-Za-z0-9.-]+:[0-9]{1,5}", "host:port", empty_ok=True),
-    # validate
-    "ready_timeout_s": integer(1, 86400),
-    "gate_max_tokens": integer(1, 1 << 20),
-    "gate_timeout_s": integer(1, 86400),
-    "dflash_min_acceptance": number(0, 1),
-    "gate_bench_tokens": integer(0, 4096),
-    "min_decode_ratio": number(0, 1),
-    "force_slower": flag(),
-    "keep_releases": integer(2, 1000),
-    "skip_validation": flag(),
-    # per-run operator inputs (hostsfile.EXTRA_KNOBS)
-    "rollback_to": integer(1, 1 << 30),
-    "log_lines": integer(1, 1 << 20),
-}
-
-
-def problem(name: str, value) -> str | None:
-    """What is wrong with `value` for knob `name` (None: fine, or a knob this table lacks)."""
-    check = CHECKS.get(name)
-    return check(value) if check else None
-
-
-class KnobError(ValueError):
-    pass
-
-
-def refuse_bad(host) -> None:
-    """At the top of an entry point: every knob of this host's data (hosts file, group data and
-    `--data` alike) has its type, else the run stops here, before any host is changed."""
-    from pyinfra.api.exceptions import DeployError
-
-    for source, keys in _data_sources(host):
-        for key in keys:
-            if not _known_key(key):
-                from .declared import defaults
-                from .hostsfile import unknown_knob
-
-                raise DeployError(
-                    f"{host.name}: {source}: {unknown_knob(key, defaults())}; nothing was changed"
-                )
-    for name in CHECKS:
-        value = host.data.get(name)
-        if value is None and name in ("rollback_to", "log_lines"):
-            continue
-        bad = problem(name, value)
-        if bad:
-            raise DeployError(f"{host.name}: knob {name} = {value!r} {bad}; nothing was changed")
-
-
-def _data_sources(host):
-    """Where a misspelt knob would otherwise be silently ignored: `--data` and the group_data/
-    files of the host's groups (all.py is the defaults themselves)."""
-    inventory = getattr(host, "inventory", None)
-    if inventory is None:  # a host outside an inventory (tests): its data is all there is
-        return
-    yield "--data", list(inventory.get_override_data() or {})
-    for group in getattr(host, "groups", []):
-        name = getattr(group, "name", group)
-        if name != "all":
-            yield f"group_data/{name}.py", list(inventory.get_group_data(name) or {})
-
-
-def _known_key(key: str) -> bool:
-    from .hostsfile import SSH_FIELDS
-
-    # CHECKS holds every knob of group_data/all.py and the per-run inputs (a test keeps it so).
-    if key in CHECKS or key in SSH_FIELDS or key == "laguna_roles":
-        return True
-    # pyinfra's own: its connection data (ssh_hostname ...) and global arguments (_sudo ...).
-    return key.startswith(("ssh_", "_"))
+DRIVER_BRANCH = pattern(r"[0-9]{3,4}", "a driver branch number such as 580")
+DEBIAN_VERSION = pattern(r"[0-9][A-Za-z0-9.+~-]{0,63}", "a Debian version")
+HOST_OR_ADDRESS = pattern(
+    r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?",
+    "a host name or address",
+    empty_ok=True,
+)
+MODE_NAME = pattern(r"[a-z0-9][a-z0-9-]{0,31}", "a mode name")
+MODEL_NAME = pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a model name")
+CONTAINER_NAME = pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", "a container name")
+UNIT_NAME = pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,120}\.service", "a .service unit name")
+SHM_SIZE = pattern(r"[0-9]{1,6}[bkmg]?", "a size such as 16g")
+SMARTHOST = pattern(r"[A-Za-z0-9.-]+:[0-9]{1,5}", "host:port", empty_ok=True)
+OPEN_PORTS = listof(pattern(r"(tcp|udp)/[0-9]{1,5}", "tcp/PORT or udp/PORT"))
+# The owner's container environment and vLLM flags: anything but what the kit sets itself.
+OWNER_ENV = kit_sets(mapping(ENV_NAME, NO_CONTROL), CARDS, CARDS_BY)
+OWNER_ARGS = kit_sets(listof(NO_CONTROL), TP_ARGS, "gpu_count")

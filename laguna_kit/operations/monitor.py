@@ -10,7 +10,6 @@ from pyinfra.api import OperationError, operation
 from ..boxtools.layout import MONITOR_DIR, UNIT_DIR
 from ..domain import fleet, monitoring, replicas
 from .files import kit_file
-from .router import peers_synced
 from .systemd import unit_installed
 
 PROMETHEUS = "prometheus.service"  # the distribution's units, run with the kit's files
@@ -28,27 +27,6 @@ CHECKS = {
     CONFIG: "promtool check config --syntax-only %s >&2",
     ALERTS: "amtool check-config %s >&2",
 }
-
-
-@operation()
-def monitor_peers_allowed(kit_dir: str, rules: str, peers_file: str):
-    """
-    On every host of a fleet with a monitor: the kit's firewall lets the monitor's tailnet
-    addresses (read from it now, each parsed) reach node exporter, and a GPU box's API port (vLLM's
-    /metrics), and no other tailnet peer reach node exporter. Unknown address: no one (closed).
-
-    + kit_dir: the kit's folder on the box
-    + rules: the kit's rules file (it includes `peers_file`)
-    + peers_file: the set elements
-    """
-    yield from peers_synced(
-        kit_dir,
-        rules,
-        peers_file,
-        fleet.monitor_of(host.state.inventory),
-        "monitor",
-        "node exporter" + (" and vLLM's /metrics" if "gpu" in fleet.roles(host) else ""),
-    )
 
 
 def _first(ips: list[str] | None) -> str | None:

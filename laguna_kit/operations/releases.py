@@ -20,12 +20,6 @@ from ..run import gate_failures, memo
 from .systemd import unit_removed
 
 
-def replica_state(kit_dir: str, state_dir: str | None) -> dict:
-    """The state_dir argument of the release manager and its fact, for a replica past the first
-    (replica 1's calls, whose state is kit_dir's, stay as they were)."""
-    return {"state_dir": state_dir} if state_dir and state_dir != kit_dir else {}
-
-
 @operation()
 def release_deployed(knobs: dict, kit_dir: str, unit: str, state_dir: str | None = None):
     """
@@ -50,7 +44,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str, state_dir: str | None
     """
     digest = (memo.fact(host, DockerImage, ref=knobs["vllm_image"]) or {}).get("digest")
     spec, unit_text = render_release(knobs, digest)
-    own = replica_state(kit_dir, state_dir)
+    own = replicas.own_state(kit_dir, state_dir)
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)
     memo.store(host, ReleaseState, st, kit_dir=kit_dir, unit=unit, **own)  # replicas_retired's
     current = st["current"]
@@ -129,7 +123,7 @@ def release_validated(
         release_validated(name="Validation gate", kit_dir="/opt/laguna-kit",
         unit="laguna-vllm.service")
     """
-    own = replica_state(kit_dir, state_dir)
+    own = replicas.own_state(kit_dir, state_dir)
     # afresh: the unit may have moved
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)
     memo.store(host, ReleaseState, st, kit_dir=kit_dir, unit=unit, **own)  # the summary reads it
@@ -201,7 +195,7 @@ def release_rolled_back(
 
         release_rolled_back(name="Roll back", kit_dir="/opt/laguna-kit", unit="laguna-vllm.service")
     """
-    own = replica_state(kit_dir, state_dir)
+    own = replicas.own_state(kit_dir, state_dir)
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)["state"] or {}
     if st.get("current") is None:
         raise OperationError(f"{host.name}: no release is installed: nothing to roll back")

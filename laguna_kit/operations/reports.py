@@ -7,14 +7,13 @@ from pyinfra.api import operation
 from pyinfra.facts.server import Command
 
 from ..boxtools.layout import FIREWALL_RULES, ROUTER_ADMIN_SOCKET, ROUTER_UNIT
-from ..domain import fleet
+from ..domain import fleet, replicas
 from ..facts.checkpoints import DownloadProgress
 from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
 from ..facts.router import RouterStatus
 from ..run import download_progress, memo, summary
-from .releases import replica_state
 
 FIREWALL_PROBLEMS = {
     "missing": "the kit's firewall table inet laguna_kit is MISSING: the API and vLLM's other "
@@ -126,7 +125,7 @@ def serving_reported(
     lines = serving_lines(
         host.get_fact(ServingStatus, unit=unit, port=port),
         host.get_fact(
-            ReleaseState, kit_dir=kit_dir, unit=unit, **replica_state(kit_dir, state_dir)
+            ReleaseState, kit_dir=kit_dir, unit=unit, **replicas.own_state(kit_dir, state_dir)
         ),
         unit,
         recipe,

@@ -11,9 +11,8 @@ from pyinfra.api import OperationError, operation
 
 from ..boxtools.layout import ROUTER_AGENT, ROUTER_DRAIN, UNIT_DIR
 from ..domain import fleet, replicas
-from ..domain.box_commands import tool_command
 from ..facts.router import HaproxyBuild
-from .files import files_synced, kit_file
+from .files import kit_file
 from .systemd import unit_installed, unit_removed
 
 
@@ -140,79 +139,6 @@ def router_configured(
 
 def unit_path(unit: str) -> str:
     return f"{UNIT_DIR}/{unit}"
-
-
-@operation()
-def router_peers_allowed(kit_dir: str, rules: str, peers_file: str):
-    """
-    On a GPU box: the kit's firewall lets the fleet router's tailnet addresses (read from the
-    router now, each parsed and in the tailnet's ranges) reach the API and the agent port, and no
-    other tailnet peer. While the router's address is unknown (not on the tailnet yet, replaced,
-    unreachable), none do: the set is emptied, never left holding an old router.
-
-    + kit_dir: the kit's folder on the box (laguna_firewall.py)
-    + rules: the kit's rules file (it includes `peers_file`)
-    + peers_file: the set elements
-    """
-    yield from peers_synced(
-        kit_dir,
-        rules,
-        peers_file,
-        fleet.router_of(host.state.inventory),
-        "router",
-        "this box's API",
-    )
-
-
-def peers_synced(kit_dir, rules, peers_file, other, role: str, what: str):
-    """The firewall's set of `other`'s tailnet addresses (fleet_<role>_v4/v6), read from it now
-    (`other`: a host, a list of hosts, or None); a host whose address is unknown adds none (fail
-    closed), the rules loaded again when the set changed."""
-    others = other if isinstance(other, list) else [other] if other is not None else []
-    known, unknown = [], []
-    for h in others:
-        ips = fleet.tailnet_ips(h)
-        (known if ips else unknown).append((fleet.server_name(h.name), ips or []))
-    ips = sorted({a for _, a_ in known for a in a_}, key=lambda a: (":" in a, a))
-    name = ", ".join(n for n, _ in known + unknown) or "?"
-    missing = ", ".join(n for n, _ in unknown)
-    v4 = [a for a in ips if ":" not in a]
-    v6 = [a for a in ips if ":" in a]
-    text = (
-        f"# Managed by the laguna kit: the fleet {role} {name}\n"
-        + (f"add element inet laguna_kit fleet_{role}_v4 {{ {', '.join(v4)} }}\n" if v4 else "")
-        + (f"add element inet laguna_kit fleet_{role}_v6 {{ {', '.join(v6)} }}\n" if v6 else "")
-        + (
-            "# its address is unknown to this run: no element, no peer\n"
-            if not known
-            else f"# not on the tailnet or not reachable by this run: {missing}\n"
-            if unknown
-            else ""
-        )
-    ).encode()
-    for n, _ in unknown:
-        # Fail closed: the addresses of a host that is gone (replaced, not yet joined) must not
-        # keep reaching the box.
-        logger.warning(
-            f"{host.name}: the {role} {n} is not on the tailnet or this run cannot reach it: "
-            + (
-                f"no tailnet peer reaches {what} until a deploy finds the {role}"
-                if not isinstance(other, list)
-                else f"it does not reach {what} until a deploy finds it"
-            )
-        )
-    # (written as <name>.laguna-new first: nft's *.nft include does not read it half-written)
-    commands = list(files_synced._inner(files=[(text, peers_file, "644")]))
-    if not commands:
-        host.noop(
-            f"{what} answers the {role} {name} ({', '.join(ips)}) alone"
-            if ips
-            else f"{role} address unknown: {what} answers no tailnet peer"
-        )
-        return
-    yield from commands
-    yield tool_command(kit_dir, "laguna_firewall.py", "load", rules)
-    yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)
 
 
 @operation()

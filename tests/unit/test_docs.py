@@ -9,12 +9,13 @@ import pytest
 
 from laguna_kit import KIT_ROOT
 from laguna_kit.domain.box_commands import BOX_TOOLS
-from laguna_kit.domain.profiles import PROFILE_FIELDS
-from laguna_kit.knobs.declared import defaults
-from laguna_kit.knobs.hostsfile import CONNECTION_FIELDS, EXTRA_KNOBS, SSH_FIELDS
+from laguna_kit.knobs.check import SSH_FIELDS
+from laguna_kit.knobs.declared import PER_RUN, defaults
+from laguna_kit.knobs.hostsfile import CONNECTION_FIELDS
+from laguna_kit.knobs.shapes import PROFILE_FIELDS
 
 DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md"]
-KNOBS = set(defaults()) | set(EXTRA_KNOBS)
+KNOBS = set(defaults()) | set(PER_RUN)
 # snake_case words in backticks that are not knobs, each what it is.
 NOT_KNOBS = {
     "gpu_boxes": "inventory.py's group of the GPU boxes (for --limit)",

@@ -14,8 +14,10 @@ from laguna_kit.boxtools import names
 from laguna_kit.boxtools.fetch.errors import FetchError
 from laguna_kit.boxtools.fetch.run import sync
 from laguna_kit.domain import fleet, hub, profiles
-from laguna_kit.knobs import declared, shapes
-from laguna_kit.knobs.hostsfile import EXTRA_KNOBS, HostsFileError, load
+from laguna_kit.knobs import declared
+from laguna_kit.knobs.check import problem, refuse_bad
+from laguna_kit.knobs.declared import PER_RUN
+from laguna_kit.knobs.hostsfile import HostsFileError, load
 
 from .fixtures import HERE, operation_output
 
@@ -51,9 +53,13 @@ def toml_value(value):
 
 
 def test_every_knob_has_a_type_and_every_default_has_it():
-    assert set(shapes.CHECKS) == set(DEFAULTS) | set(EXTRA_KNOBS)
+    # one declaration per knob: its value and its shape together (group_data/all.py)
+    assert set(declared.declared()) == set(DEFAULTS) and all(
+        callable(k.shape) for k in declared.declared().values()
+    )
+    assert set(PER_RUN) == {"rollback_to", "log_lines"}
     for name, value in DEFAULTS.items():
-        assert shapes.problem(name, value) is None, (name, value)
+        assert problem(name, value) is None, (name, value)
 
 
 STRING_KNOBS = sorted(k for k, v in DEFAULTS.items() if isinstance(v, str))
@@ -64,7 +70,7 @@ STRING_KNOBS = sorted(k for k, v in DEFAULTS.items() if isinstance(v, str))
 def test_hostile_text_in_a_string_knob_is_refused_when_the_hosts_file_is_read(tmp_path, knob, kind):
     value = HOSTILE[kind]
     if knob in FREE_TEXT and kind not in ("newline", "oversize"):
-        assert shapes.problem(knob, value) is None  # quoted wherever it goes: see below
+        assert problem(knob, value) is None  # quoted wherever it goes: see below
         return
     with pytest.raises(HostsFileError, match=f"knob {knob}"):
         load(hosts_file(tmp_path, f"{knob} = {toml_value(value)}"))
@@ -95,8 +101,8 @@ def test_hostile_items_in_lists_tables_and_numbers_are_refused(tmp_path, knob, v
 
 
 def test_a_hostile_serving_profile_is_refused():
-    assert shapes.problem("serving_profiles", {"champion; id": {"max_model_len": 1}})
-    assert shapes.problem("serving_profiles", {"champion": {"max_model_len": "1 --x"}})
+    assert problem("serving_profiles", {"champion; id": {"max_model_len": 1}})
+    assert problem("serving_profiles", {"champion": {"max_model_len": "1 --x"}})
 
 
 def test_a_kit_dir_with_a_space_is_refused_so_the_drain_test_cannot_fail_open(tmp_path):
@@ -104,7 +110,7 @@ def test_a_kit_dir_with_a_space_is_refused_so_the_drain_test_cannot_fail_open(tm
     with pytest.raises(HostsFileError, match="knob kit_dir"):
         load(hosts_file(tmp_path, 'kit_dir = "/opt/my kit"'))
     for bad in ("opt/laguna", "/opt/../etc", "/opt//x", "/opt/x/"):
-        assert shapes.problem("kit_dir", bad), bad
+        assert problem("kit_dir", bad), bad
 
 
 @pytest.mark.parametrize(
@@ -138,13 +144,13 @@ class FakeHost:
 
 
 def test_data_from_the_command_line_is_checked_like_the_hosts_file():
-    shapes.refuse_bad(FakeHost())  # the defaults pass
+    refuse_bad(FakeHost())  # the defaults pass
     with pytest.raises(DeployError, match="knob router_session_header"):
-        shapes.refuse_bad(FakeHost(router_session_header="X-Id\n    stats socket /tmp/a"))
+        refuse_bad(FakeHost(router_session_header="X-Id\n    stats socket /tmp/a"))
     with pytest.raises(DeployError, match="knob tailscale_hostname"):
-        shapes.refuse_bad(FakeHost(tailscale_hostname="box --accept-routes"))
+        refuse_bad(FakeHost(tailscale_hostname="box --accept-routes"))
     with pytest.raises(DeployError, match="knob rollback_to"):
-        shapes.refuse_bad(FakeHost(rollback_to="2; id"))
+        refuse_bad(FakeHost(rollback_to="2; id"))
 
 
 def test_free_text_reaches_the_unit_quoted_word_for_word():
@@ -219,12 +225,12 @@ def case(name):
 
 
 def test_a_router_answering_a_hostile_address_writes_nothing_to_the_boxes():
-    doc = case("router.router_peers_allowed/router-on-the-tailnet-opens-the-api-to-it.json")
+    doc = case("firewall.fleet_peers_allowed/router-on-the-tailnet-opens-the-api-to-it.json")
     doc["inventory"][-1]["facts"]["network.TailscaleStatus"]["Self"]["TailscaleIPs"] = [
         "100.90.9.2 }\nflush chain inet laguna_kit input\nadd element inet laguna_kit x { 1"
     ]
     with pytest.raises(OperationError, match="router: its tailscale status gave"):
-        operation_output("router.router_peers_allowed", doc)
+        operation_output("firewall.fleet_peers_allowed", doc)
 
 
 def test_a_box_answering_a_hostile_address_writes_nothing_to_the_router(monkeypatch):

@@ -89,14 +89,14 @@ def test_gpu_count_sets_the_tensor_parallel_size_and_the_cards():
 
 
 def test_an_owners_cards_or_tensor_parallel_size_is_refused_naming_the_knob():
-    from laguna_kit.knobs import shapes
+    from laguna_kit.knobs import check
 
-    said = shapes.problem("container_extra_env", {"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+    said = check.problem("container_extra_env", {"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
     assert "CUDA_VISIBLE_DEVICES" in said and "replicas_per_box" in said
-    assert "gpu_count" in shapes.problem("vllm_extra_args", ["--tensor-parallel-size=8"])
-    assert "gpu_count" in shapes.problem("vllm_common_args", ["-tp", "8"])
-    assert shapes.problem("container_env", defaults()["container_env"]) is None
-    assert shapes.problem("vllm_common_args", defaults()["vllm_common_args"]) is None
+    assert "gpu_count" in check.problem("vllm_extra_args", ["--tensor-parallel-size=8"])
+    assert "gpu_count" in check.problem("vllm_common_args", ["-tp", "8"])
+    assert check.problem("container_env", defaults()["container_env"]) is None
+    assert check.problem("vllm_common_args", defaults()["vllm_common_args"]) is None
 
 
 def test_ports_merge_into_ranges_an_nftables_set_accepts():

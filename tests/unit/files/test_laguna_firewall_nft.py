@@ -1,11 +1,9 @@
 """files/laguna-firewall.nft.j2: the kit's nftables table as the firewall task renders it (a router
 in the fleet, Docker's bridges, the router host's output filter, the checkpoint file server)."""
 
-import json
-
 from laguna_kit.operations.files import kit_file
 
-from ..fixtures import HERE, uploads
+from ..fixtures import case, uploads
 
 RULES_BASE = dict(
     ssh_ports=[22],
@@ -75,12 +73,8 @@ def test_on_the_router_host_only_haproxy_reaches_the_boxes():
 
 
 def test_a_fleets_gpu_boxes_alone_reach_the_checkpoint_file_server():
-    doc = json.loads(
-        (
-            HERE / "operations/network.file_peers_allowed/gpu-boxes-on-the-tailnet-are-let-in.json"
-        ).read_text()
-    )
-    text = uploads("network.file_peers_allowed", doc)[doc["args"]["peers_file"]].decode()
+    doc = case("firewall.fleet_peers_allowed/peers-gpu-boxes-on-the-tailnet-are-let-in.json")
+    text = uploads("firewall.fleet_peers_allowed", doc)[doc["args"]["peers_file"]].decode()
     assert "add element inet laguna_kit fleet_peers_v4 { 100.90.1.2 }" in text
     assert "add element inet laguna_kit fleet_peers_v6 { fd7a:115c:a1e0::90:1 }" in text
     assert "gpu-2" in text and "edge" not in text  # gpu-2 not on the tailnet: no element, named

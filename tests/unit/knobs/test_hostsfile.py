@@ -281,13 +281,13 @@ def test_a_serving_override_changes_one_value_and_says_so():
 )
 def test_data_outside_the_hosts_file_is_checked_by_every_entry_point(override, groups, message):
     """`pyinfra --data k=v` and group_data/<group>.py reach host.data without the hosts file's
-    check; deploy.py and the tasks call knobtypes.refuse_bad first (before any operation)."""
+    check; deploy.py and the tasks call check.refuse_bad first (before any operation)."""
     from pyinfra.api import Inventory
     from pyinfra.api.exceptions import DeployError
 
     from laguna_kit import KIT_ROOT
+    from laguna_kit.knobs.check import refuse_bad
     from laguna_kit.knobs.declared import defaults
-    from laguna_kit.knobs.shapes import refuse_bad
 
     names = ["box"]
     inventory = Inventory(
@@ -312,8 +312,8 @@ def test_data_outside_the_hosts_file_is_checked_by_every_entry_point(override, g
 def test_pyinfras_own_data_is_not_a_misspelt_knob():
     from pyinfra.api import Inventory
 
+    from laguna_kit.knobs.check import refuse_bad
     from laguna_kit.knobs.declared import defaults
-    from laguna_kit.knobs.shapes import refuse_bad
 
     inventory = Inventory(
         (["box"], defaults()),

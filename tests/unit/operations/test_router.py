@@ -68,8 +68,8 @@ def test_a_converged_router_is_left_alone(monkeypatch):
 
 
 def test_the_box_firewall_lets_in_the_router_addresses_read_now():
-    doc = case("router.router_peers_allowed/router-on-the-tailnet-opens-the-api-to-it.json")
-    text = uploads("router.router_peers_allowed", doc)[doc["args"]["peers_file"]].decode()
+    doc = case("firewall.fleet_peers_allowed/router-on-the-tailnet-opens-the-api-to-it.json")
+    text = uploads("firewall.fleet_peers_allowed", doc)[doc["args"]["peers_file"]].decode()
     assert "add element inet laguna_kit fleet_router_v4 { 100.90.9.2 }" in text
     assert "add element inet laguna_kit fleet_router_v6 { fd7a:115c:a1e0::90:9 }" in text
 
