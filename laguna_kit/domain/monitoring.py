@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import json
 
+import jinja2
+import yaml
+
+from .. import KIT_ROOT
 from .fleet import host_port
 
 
@@ -92,134 +96,26 @@ def prometheus_config(
 
 # Which server an alert is about: the box, and the replica where it is not the box's first (those
 # series carry a replica label, prometheus_config)
-WHO = "{{ $labels.box }}{{ with $labels.replica }} replica {{ . }}{{ end }}"
-
-
-def _rule(name: str, expr: str, for_s: int, summary: str, severity: str = "critical") -> dict:
-    return {
-        "alert": name,
-        "expr": expr,
-        "for": f"{for_s}s",
-        "labels": {"severity": severity},
-        "annotations": {"summary": summary},
-    }
+RULES_FILE = "files/laguna-alerts.rules.yml"
+# << knob >> in the rules file; Prometheus's own {{ ... }} templates stay as they are
+_RULES = jinja2.Environment(
+    variable_start_string="<<",
+    variable_end_string=">>",
+    block_start_string="<%",
+    block_end_string="%>",
+    comment_start_string="<#",
+    comment_end_string="#>",
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+)
 
 
 def alert_rules(knobs: dict, with_router: bool) -> dict:
-    """The alerts the kit promises (DEPLOYMENT.md, "Monitoring"), thresholds from the knobs."""
-    k = knobs
-    rules = [
-        _rule(
-            "LagunaBoxDown",
-            'up{job="vllm"} == 0',
-            k["alert_box_down_for_s"],
-            WHO + ": vLLM does not answer (container down, box down, or the "
-            "firewall): pyinfra inventory.py tasks/status.py --limit {{ $labels.box }}",
-        ),
-        _rule(
-            "LagunaGateFailed",
-            "laguna_gate_passed == 0",
-            60,
-            WHO + ": release {{ $labels.release }} ({{ $labels.mode }}) has not "
-            "passed its gate: tasks/logs.py, then deploy or roll back",
-        ),
-        _rule(
-            "LagunaNodeDown",
-            'up{job="node"} == 0',
-            k["alert_box_down_for_s"],
-            "{{ $labels.box }}: node exporter does not answer (host down or off the tailnet)",
-        ),
-        _rule(
-            "LagunaKVCacheFull",
-            f"vllm:kv_cache_usage_perc > {k['alert_kv_cache_usage']}",
-            300,
-            WHO + ": KV cache {{ $value | humanizePercentage }} full for 5 min: "
-            "requests queue; add a box or lower max_num_seqs",
-            "warning",
-        ),
-        _rule(
-            "LagunaRequestsWaiting",
-            f"vllm:num_requests_waiting > {k['alert_waiting_requests']}",
-            300,
-            WHO + ": {{ $value }} requests waiting for 5 min: the fleet is short of boxes",
-            "warning",
-        ),
-        _rule(
-            "LagunaGPUHot",
-            f"laguna_gpu_temperature_celsius > {k['alert_gpu_temp_c']}",
-            120,
-            "{{ $labels.box }} GPU {{ $labels.gpu }}: {{ $value }} C (it slows itself near 90): "
-            "airflow, fans, power limit",
-            "warning",
-        ),
-        _rule(
-            "LagunaGPUMemoryFull",
-            f"laguna_gpu_memory_used_bytes / laguna_gpu_memory_total_bytes > "
-            f"{k['alert_gpu_memory_ratio']}",
-            300,
-            "{{ $labels.box }} GPU {{ $labels.gpu }}: memory {{ $value | humanizePercentage }} "
-            "used (vLLM takes gpu_memory_utilization of it): another process on the card?",
-            "warning",
-        ),
-        _rule(
-            "LagunaGPUXid",
-            "laguna_gpu_xid_errors_all > 0",
-            0,
-            "{{ $labels.box }}: the NVIDIA driver logged {{ $value }} Xid error(s) since boot "
-            "(journalctl -k | grep Xid): a card may need a reboot or attention",
-        ),
-        _rule(
-            "LagunaGPUEccErrors",
-            "laguna_gpu_ecc_uncorrected_errors > 0",
-            0,
-            "{{ $labels.box }} GPU {{ $labels.gpu }}: {{ $value }} uncorrected ECC errors",
-        ),
-        _rule(
-            "LagunaGPUMetricsMissing",
-            # nvidia-smi fails, or a box serves but its kit metrics never reach Prometheus (a node
-            # exporter reading another textfile folder)
-            'laguna_gpu_query_ok == 0 or (up{job="vllm"} == 1 unless on (box) laguna_gpu_query_ok)',
-            120,
-            "{{ $labels.box }}: no GPU metrics: nvidia-smi does not answer (driver gone after a "
-            "kernel upgrade?) or node exporter does not read the kit's textfile folder",
-        ),
-        _rule(
-            "LagunaDiskLow",
-            f"laguna_path_avail_ratio < {k['alert_disk_free_ratio']}",
-            300,
-            "{{ $labels.box }}: {{ $labels.path }} has {{ $value | humanizePercentage }} free: "
-            "keep_releases, docker image prune, or a bigger disk",
-            "warning",
-        ),
-        # Live decode speed per box (generated tokens per second of a request's decoding, from
-        # vLLM's inter-token latency) against the serving release's own recorded figure.
-        _rule(
-            "LagunaDecodeSlow",
-            "(sum by (box) (rate(vllm:inter_token_latency_seconds_count[15m])) / sum by (box) "
-            "(rate(vllm:inter_token_latency_seconds_sum[15m]))) < on (box) "
-            f"({k['alert_decode_ratio']} * max by (box) (laguna_release_decode_tok_s))",
-            900,
-            "{{ $labels.box }}: decoding at {{ $value | humanize }} tok/s for 15 min, below "
-            f"{k['alert_decode_ratio']} x the release's recorded figure: clocks, heat, another "
-            "process on the cards (nvidia-smi)",
-            "warning",
-        ),
-    ]
-    if with_router:
-        rules += [
-            _rule(
-                "LagunaRouterDown",
-                'up{job="router"} == 0',
-                k["alert_box_down_for_s"],
-                "the fleet router {{ $labels.box }} does not answer: the fleet's endpoint is down",
-            ),
-            _rule(
-                "LagunaNoBoxBehindRouter",
-                'sum(haproxy_server_status{proxy="laguna",state="UP"}) < 1',
-                60,
-                "the router has no box UP: the API does not answer through the router",
-            ),
-        ]
+    """The alerts the kit promises (files/laguna-alerts.rules.yml), thresholds from the knobs;
+    the router's only with a router."""
+    text = _RULES.from_string((KIT_ROOT / RULES_FILE).read_text()).render(knobs)
+    groups = {g["name"]: g["rules"] for g in yaml.safe_load(text)["groups"]}
+    rules = groups["laguna"] + (groups["laguna-router"] if with_router else [])
     return {"groups": [{"name": "laguna", "rules": rules}]}
 
 
