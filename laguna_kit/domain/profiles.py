@@ -135,49 +135,8 @@ def render(d, image_digest: str | None = None) -> Serving:
     if unsafe:
         warnings = [f"forced: {u}" for u in unsafe]
 
-    target = f"{CONTAINER_CACHE}/{get('target_repo').split('/')[-1]}"
-    drafter = f"{CONTAINER_CACHE}/{get('drafter_repo').split('/')[-1]}"
-    docker_args = [
-        "--rm",
-        "--name",
-        get("container_name"),
-        "--gpus",
-        "all",
-        "--ipc=host",
-        f"--shm-size={get('shm_size')}",
-        "--network",
-        "host",
-        "--log-driver",
-        "none",
-        "-v",
-        f"{get('model_dir')}:{CONTAINER_CACHE}:ro",
-    ]
-    for key, value in env.items():
-        docker_args += ["-e", f"{key}={value}"]
-    vllm = [
-        target,
-        "--host",
-        get("api_bind"),
-        "--port",
-        str(get("api_port")),
-        *tensor_parallel(get("vllm_common_args"), int(get("gpu_count"))),
-    ]
-    if p.get("max_model_len") is not None:
-        vllm += ["--max-model-len", str(p["max_model_len"])]
-    if p.get("gpu_memory_utilization") is not None:
-        vllm += ["--gpu-memory-utilization", str(p["gpu_memory_utilization"])]
-    if p.get("max_num_seqs") is not None:
-        vllm += ["--max-num-seqs", str(p["max_num_seqs"])]
-    if p.get("max_num_batched_tokens") is not None:
-        vllm += ["--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
-    speculative = None
-    if p.get("dflash_tokens"):
-        speculative = {
-            "model": drafter,
-            "num_speculative_tokens": p["dflash_tokens"],
-            "method": "dflash",
-        }
-        vllm += ["--speculative-config", json.dumps(speculative)]
+    docker_args = _docker_args(get, env)
+    vllm, speculative = _vllm_args(get, p)
     vllm += ["--served-model-name", get("served_model_name"), *extra_args]
     bad = [a for a in [*docker_args, *vllm] if any(ord(c) < 0x20 or ord(c) == 0x7F for c in str(a))]
     if bad:  # a newline would end ExecStart= and start a directive of its own
@@ -201,6 +160,63 @@ def render(d, image_digest: str | None = None) -> Serving:
         + ([f"{', '.join(network_env)} on loopback (not in the recipe)"] if network_env else []),
         warnings,
     )
+
+
+# The profile's values that are vLLM flags of their own name, in the recipe's order.
+LIMITS = ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
+
+
+def _docker_args(get, env: dict) -> list[str]:
+    """`docker run`'s arguments before the image: the recipe's, then the environment."""
+    args = [
+        "--rm",
+        "--name",
+        get("container_name"),
+        "--gpus",
+        "all",
+        "--ipc=host",
+        f"--shm-size={get('shm_size')}",
+        "--network",
+        "host",
+        "--log-driver",
+        "none",
+        "-v",
+        f"{get('model_dir')}:{CONTAINER_CACHE}:ro",
+    ]
+    for key, value in env.items():
+        args += ["-e", f"{key}={value}"]
+    return args
+
+
+def _vllm_args(get, p: dict) -> tuple[list[str], dict | None]:
+    """vLLM's arguments up to the served name, and the DFlash speculative config (or None)."""
+    target = f"{CONTAINER_CACHE}/{get('target_repo').split('/')[-1]}"
+    vllm = [
+        target,
+        "--host",
+        get("api_bind"),
+        "--port",
+        str(get("api_port")),
+        *tensor_parallel(get("vllm_common_args"), int(get("gpu_count"))),
+    ]
+    for key in (
+        "max_model_len",
+        "gpu_memory_utilization",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    ):
+        if p.get(key) is not None:
+            vllm += [f"--{key.replace('_', '-')}", str(p[key])]
+    speculative = None
+    if p.get("dflash_tokens"):
+        drafter = f"{CONTAINER_CACHE}/{get('drafter_repo').split('/')[-1]}"
+        speculative = {
+            "model": drafter,
+            "num_speculative_tokens": p["dflash_tokens"],
+            "method": "dflash",
+        }
+        vllm += ["--speculative-config", json.dumps(speculative)]
+    return vllm, speculative
 
 
 def tensor_parallel(common: list, gpu_count: int) -> list[str]:

@@ -75,25 +75,7 @@ def preflight(
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
     space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm", docker_root])
     free, shm, ram = space[model_dir]["mib"], space["/dev/shm"]["mib"], box["mem_mib"]
-    shared = space[docker_root]["mount"] == space[model_dir]["mount"]
-    if shared and free < need_mib + image_mib:
-        problems.append(
-            f"found {free} MiB free at {model_dir}, need {need_mib + image_mib} MiB: {need_mib} "
-            f"for the checkpoints not yet on disk plus margin, and {image_mib} for the image in "
-            f"Docker's root {docker_root} on the same disk: free space or point model_dir "
-            "elsewhere"
-        )
-    elif free < need_mib:
-        problems.append(
-            f"found {free} MiB free at {model_dir}, need {need_mib} MiB (checkpoints not yet on "
-            f"disk plus margin): free space or point model_dir elsewhere"
-        )
-    if not shared and space[docker_root]["mib"] < image_mib:
-        problems.append(
-            f"found {space[docker_root]['mib']} MiB free at Docker's root {docker_root}, need "
-            f"{image_mib} MiB to pull the image (its registry manifest's size, unpacked): free "
-            "space there (`docker image prune` removes images no container uses)"
-        )
+    problems += space_problems(space, model_dir, docker_root, need_mib, image_mib)
     if ram < min_ram_mib:
         problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
     if shm < min_shm_mib:
@@ -118,6 +100,34 @@ def preflight(
         f"{model_dir}, {ram} MiB RAM, {shm} MiB /dev/shm"
     )
     yield from ()  # a check, never a change
+
+
+def space_problems(
+    space: dict, model_dir: str, docker_root: str, need_mib: int, image_mib: int
+) -> list[str]:
+    """The checkpoints' disk and Docker's root (one disk or two) against what they still need."""
+    problems = []
+    free = space[model_dir]["mib"]
+    shared = space[docker_root]["mount"] == space[model_dir]["mount"]
+    if shared and free < need_mib + image_mib:
+        problems.append(
+            f"found {free} MiB free at {model_dir}, need {need_mib + image_mib} MiB: {need_mib} "
+            f"for the checkpoints not yet on disk plus margin, and {image_mib} for the image in "
+            f"Docker's root {docker_root} on the same disk: free space or point model_dir "
+            "elsewhere"
+        )
+    elif free < need_mib:
+        problems.append(
+            f"found {free} MiB free at {model_dir}, need {need_mib} MiB (checkpoints not yet on "
+            f"disk plus margin): free space or point model_dir elsewhere"
+        )
+    if not shared and space[docker_root]["mib"] < image_mib:
+        problems.append(
+            f"found {space[docker_root]['mib']} MiB free at Docker's root {docker_root}, need "
+            f"{image_mib} MiB to pull the image (its registry manifest's size, unpacked): free "
+            "space there (`docker image prune` removes images no container uses)"
+        )
+    return problems
 
 
 def driver_problems(
