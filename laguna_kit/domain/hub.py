@@ -91,7 +91,7 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
     files = tuple(
         HubFile(
             s.rfilename,
-            s.size if s.size is not None else s.lfs.size,
+            _size(repo, s),
             s.lfs.sha256 if s.lfs else None,
             s.blob_id or "",
         )
@@ -194,6 +194,15 @@ def manifest(ckpt: Checkpoint) -> dict:
             for f in ckpt.files
         ],
     }
+
+
+def _size(repo: str, sibling) -> int:
+    """A file's size as the hub gives it (the LFS pointer's for an LFS file it lists bare)."""
+    if sibling.size is not None:
+        return sibling.size
+    if sibling.lfs is not None:
+        return sibling.lfs.size
+    raise HubError(f"{repo}: the hub gave no size for {sibling.rfilename}")
 
 
 def judge(ckpt: Checkpoint, stats: dict, state: dict) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ class CudaRequirement:
         if m:
             return int(m.group(1)), int(m.group(2))
         v = version_tuple(self.cuda_version)
-        return v[:2] if len(v) >= 2 else None
+        return (v[0], v[1]) if len(v) >= 2 else None
 
     def describe(self) -> str:
         low = self.minimum

@@ -15,6 +15,7 @@ node exporter; and the kit's own laguna_* from node exporter's textfile collecto
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import jinja2
 import yaml
@@ -51,7 +52,7 @@ def prometheus_config(
         {"targets": [host_port(h["address"], node_port)], "labels": {"box": h["name"]}}
         for h in [*boxes, *others]
     ]
-    jobs = [
+    jobs: list[dict[str, Any]] = [
         {"job_name": "vllm", "static_configs": vllm},
         {"job_name": "node", "static_configs": node},
         {

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class SourceError(ValueError):
@@ -92,7 +93,7 @@ NVIDIA_PACKAGE = r"(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-vid
 # {branch}: the driver branch; {open}: "-open" for the open kernel modules, else "";
 # {kopen}: Debian-style "-open" infix of the kernel module package; {kernel}: uname -r;
 # {flavour}: the installed kernel's flavour (generic, generic-hwe-22.04, ...).
-DRIVERS = {
+DRIVERS: dict[str, dict[str, Any]] = {
     "debian12": {
         "channel": "NVIDIA's CUDA repository for debian12",
         "repo": "{cuda_repo}/debian12/x86_64/",

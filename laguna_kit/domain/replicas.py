@@ -126,7 +126,8 @@ def knobs_for(knobs: dict, r: Replica) -> dict:
 def port_values(ports) -> list[str]:
     """Port numbers as nftables set values, each once, neighbours merged into ranges
     (`8080-8081`): boxes with one and two replicas give 8080 twice."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for p in sorted(set(int(p) for p in ports)):
         if run and p == run[-1] + 1:
             run.append(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any, TypedDict
 
 from pyinfra.api import FactBase
 
@@ -12,7 +13,18 @@ from ..domain.box_commands import running
 from . import multipart
 
 
-class FileSizes(FactBase):
+class FileStat(TypedDict):
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+class FolderState(TypedDict):
+    stats: dict[str, FileStat]  # relative path -> its stat
+    state: dict[str, Any]  # the verification record ({} when there is none)
+
+
+class FileSizes(FactBase[dict[str, dict[str, int]]]):
     """``{folder: {relative path: size}}`` of the regular files under each of `paths` (a missing
     folder has none)."""
 
@@ -30,9 +42,9 @@ class FileSizes(FactBase):
             )
         )
 
-    def process(self, output):
-        out: dict = {}
-        files: dict = {}
+    def process(self, output) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        files: dict[str, int] = {}
         for line in output:
             if line.startswith("__DIR__ "):
                 files = out.setdefault(line[8:], {})
@@ -43,7 +55,7 @@ class FileSizes(FactBase):
         return out
 
 
-class CheckpointState(FactBase):
+class CheckpointState(FactBase[FolderState]):
     """``{"stats": {path: {size, mtime_ns, inode}}, "state": dict}`` for a checkpoint folder.
 
     Only stat and the small verification record are read: judging a converged box hashes nothing.
@@ -58,11 +70,11 @@ class CheckpointState(FactBase):
         )
 
     @staticmethod
-    def default():
+    def default() -> FolderState:
         return {"stats": {}, "state": {}}
 
-    def process(self, output):
-        stats = {}
+    def process(self, output) -> FolderState:
+        stats: dict[str, FileStat] = {}
         for line in output[: output.index("__STATE__")] if "__STATE__" in output else output:
             size, mtime, inode, rel = line.split(" ", 3)
             sec, _, frac = mtime.partition(".")
@@ -77,7 +89,7 @@ class CheckpointState(FactBase):
         }
 
 
-class DownloadProgress(FactBase):
+class DownloadProgress(FactBase[list[dict[str, Any]]]):
     """``[{"unit": state, ...the fetch tool's progress record}]`` of every box-side checkpoint
     download this boot has seen (its record lives on /run), running or ended."""
 
@@ -92,7 +104,7 @@ class DownloadProgress(FactBase):
             f'{running("$u")} && s=active; echo "$s $(cat "$f")"; done; true'
         )
 
-    def process(self, output):
+    def process(self, output) -> list[dict[str, Any]]:
         out = []
         for line in output:
             unit_state, _, rec = line.partition(" ")

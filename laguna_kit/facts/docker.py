@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import json
-import shlex
+from typing import TypedDict
 
-from pyinfra.api import FactBase
+from pyinfra.api import FactBase, QuoteString, StringCommand
 
 from ..boxtools.layout import DOCKER_RELOADED
 
 
-class DockerImage(FactBase):
+class PulledImage(TypedDict):
+    digest: str | None  # its registry digest ("sha256:..."), None for an image built here
+    env: dict[str, str]  # the environment its config sets
+
+
+class EngineState(TypedDict):
+    unit: bool
+    version: str
+    config_mtime: int | None
+    started: int | None
+    reloaded: int | None
+
+
+class DockerImage(FactBase[PulledImage | None]):
     """A pulled image reference: ``{"digest": its registry digest ("sha256:...") or None,
     "env": the environment its config sets ({"CUDA_VERSION": ..., ...})}``, None when it is not
     pulled. One `docker image inspect` for both."""
@@ -19,12 +32,14 @@ class DockerImage(FactBase):
         return "docker"
 
     def command(self, ref):
-        return (
-            "docker image inspect --format '{{json .RepoDigests}} {{json .Config.Env}}' "
-            f"{shlex.quote(ref)} 2>/dev/null || echo null"
+        return StringCommand(
+            "docker image inspect --format",
+            QuoteString("{{json .RepoDigests}} {{json .Config.Env}}"),
+            QuoteString(ref),
+            "2>/dev/null || echo null",
         )
 
-    def process(self, output):
+    def process(self, output) -> PulledImage | None:
         if output[-1].strip() == "null":
             return None
         digests, _, env = output[-1].partition(" ")
@@ -39,7 +54,12 @@ class DockerImage(FactBase):
 RELOADED = DOCKER_RELOADED
 
 
-class DockerEngine(FactBase):
+def digest_of(image: PulledImage | None) -> str | None:
+    """The registry digest of a pulled image (None: not pulled, or built here)."""
+    return image["digest"] if image else None
+
+
+class DockerEngine(FactBase[EngineState]):
     """The engine on the box: ``{"unit": bool (docker.service exists), "version": dockerd's
     version or "", "config_mtime": daemon.json's mtime or None, "started": when dockerd last
     started, None when it is not running, "reloaded": when the kit last had it reload a
@@ -57,11 +77,17 @@ class DockerEngine(FactBase):
             'then echo "started=$(date -d "$ts" +%s)"; else echo started=; fi'
         )
 
-    def process(self, output):
+    def process(self, output) -> EngineState:
         got = dict(line.split("=", 1) for line in output if "=" in line)
-        stamp = {k: got.get(k, "").strip() for k in ("config_mtime", "started", "reloaded")}
+
+        def stamp(key: str) -> int | None:
+            value = got.get(key, "").strip()
+            return int(value) if value.isdigit() else None
+
         return {
             "unit": got.get("unit") == "yes",
             "version": got.get("version", "").strip(),
-            **{k: int(v) if v.isdigit() else None for k, v in stamp.items()},
+            "config_mtime": stamp("config_mtime"),
+            "started": stamp("started"),
+            "reloaded": stamp("reloaded"),
         }

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import shlex
+from typing import TypedDict
 
 from pyinfra.api import FactBase
 
 
-class FileHashes(FactBase):
+class FileHash(TypedDict):
+    sha256: str
+    mode: str  # octal, as stat prints it ("644")
+
+
+class FileHashes(FactBase[dict[str, FileHash]]):
     """``{path: {"sha256": hex, "mode": "644"}}`` for those of `paths` that are regular files."""
 
     @staticmethod
@@ -21,8 +27,8 @@ class FileHashes(FactBase):
             'echo "$(stat -c %a "$f") $(sha256sum < "$f" | cut -d" " -f1) $f"; done; true'
         )
 
-    def process(self, output):
-        out = {}
+    def process(self, output) -> dict[str, FileHash]:
+        out: dict[str, FileHash] = {}
         for line in output:
             mode, digest, path = line.split(" ", 2)
             out[path] = {"sha256": digest, "mode": mode}

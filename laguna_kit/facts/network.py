@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any, Literal, TypedDict, cast
 
 from pyinfra.api import FactBase
 
@@ -11,7 +12,27 @@ from ..domain.box_commands import tool_command
 from . import multipart
 
 
-class TailscaleStatus(FactBase):
+class Listener(TypedDict):
+    proto: str  # tcp, udp, tcp6 ...
+    address: str
+    port: int
+    process: str
+    pid: int | None
+    kit: bool  # a process of the serving container
+
+
+class Listening(TypedDict):
+    listeners: list[Listener]
+    policy: bool
+    bridges: list[str]
+    sshd: list[int]
+
+
+class Table(TypedDict):
+    table: Literal["loaded", "missing", "altered", "unrecorded"]
+
+
+class TailscaleStatus(FactBase[dict[str, Any]]):
     """``tailscale status --json`` (BackendState, Self.TailscaleIPs), or {} when tailscaled is not
     up."""
 
@@ -19,17 +40,17 @@ class TailscaleStatus(FactBase):
         return "tailscale"
 
     @staticmethod
-    def default():
+    def default() -> dict[str, Any]:
         return {}
 
     def command(self):
         return "tailscale status --json 2>/dev/null || echo '{}'"
 
-    def process(self, output):
+    def process(self, output) -> dict[str, Any]:
         return multipart.load_json(output)
 
 
-class Listeners(FactBase):
+class Listeners(FactBase[Listening]):
     """Sockets listening on addresses other than loopback, each
     ``{"proto", "address", "port", "process", "pid", "kit": bool}``, ``kit`` True for a process of
     the serving container (same cgroup as its main process); ``"policy"``: whether the rules
@@ -45,7 +66,7 @@ class Listeners(FactBase):
     POLICY_MARK = "laguna-kit policy: new connections off the tailnet are dropped"
 
     @staticmethod
-    def default():
+    def default() -> Listening:
         return {"listeners": [], "policy": False, "bridges": [], "sshd": []}
 
     def command(self, container, rules):
@@ -63,14 +84,14 @@ class Listeners(FactBase):
             "echo __SSHD__; sshd -T 2>/dev/null | awk '$1 == \"port\" {print $2}'; true"
         )
 
-    def process(self, output):
+    def process(self, output) -> Listening:
         parts = multipart.split(
             ["__SS__", *output],
             ["__SS__", "__CGROUPS__", "__KIT__", "__POLICY__", "__BRIDGES__", "__SSHD__"],
         )
         cgroups = dict(line.split(" ", 1) for line in parts["__CGROUPS__"] if " " in line)
         kit = " ".join(parts["__KIT__"]).strip()
-        out = []
+        out: list[Listener] = []
         for line in parts["__SS__"]:
             cols = line.split()
             if len(cols) < 5:
@@ -131,12 +152,12 @@ def is_loopback(address: str) -> bool:
     return host.startswith("127.") or host == "::1" or scope == "lo"
 
 
-class FirewallState(FactBase):
+class FirewallState(FactBase[Table]):
     """``{"table": "loaded" | "missing" | "altered" | "unrecorded"}``: the kit's nftables table
     compared with what the kit recorded when it loaded `rules` (laguna_firewall.py state)."""
 
     @staticmethod
-    def default():
+    def default() -> Table:
         return {"table": "missing"}
 
     def command(self, kit_dir, rules):
@@ -146,5 +167,5 @@ class FirewallState(FactBase):
             f"{tool_command(kit_dir, 'laguna_firewall.py', 'state', rules)}; fi"
         )
 
-    def process(self, output):
-        return dict(self.default(), **multipart.load_json(output))
+    def process(self, output) -> Table:
+        return cast(Table, {**self.default(), **multipart.load_json(output)})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pyinfra.api import FactBase
+import re
+
+from pyinfra.api import FactBase, QuoteString, StringCommand
 
 from ..domain import hardware
 
@@ -87,12 +89,14 @@ class NouveauInitramfs(FactBase):
         return {"initramfs": None, "nouveau_module": False, "blacklisted": False}
 
     def command(self, conf):
-        return (
-            "f=/boot/initrd.img-$(uname -r); if command -v lsinitramfs >/dev/null 2>&1 && "
-            'command -v update-initramfs >/dev/null 2>&1 && [ -e "$f" ]; then echo "initramfs=$f"; '
-            f"lsinitramfs \"$f\" 2>/dev/null | grep -e '/nouveau\\.ko' -e "
-            f"'etc/modprobe\\.d/{conf}$'; "
-            "else echo initramfs=; fi; true"
+        # the file's name matched as itself (grep's basic regular expressions)
+        blacklist = "etc/modprobe\\.d/" + re.sub(r"([.\[\]*^$\\])", r"\\\1", conf) + "$"
+        return StringCommand(
+            "f=/boot/initrd.img-$(uname -r); if command -v lsinitramfs >/dev/null 2>&1 &&",
+            'command -v update-initramfs >/dev/null 2>&1 && [ -e "$f" ]; then echo "initramfs=$f";',
+            "lsinitramfs \"$f\" 2>/dev/null | grep -e '/nouveau\\.ko' -e",
+            QuoteString(blacklist),
+            "; else echo initramfs=; fi; true",
         )
 
     def process(self, output):

@@ -18,7 +18,7 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-class VenvPackages(FactBase):
+class VenvPackages(FactBase[dict[str, str] | None]):
     """``{canonical name: version}`` installed in the venv at `venv`, None when there is no venv.
     Read by the venv's own Python (importlib.metadata): one start of Python, not pip's."""
 
@@ -26,10 +26,10 @@ class VenvPackages(FactBase):
         python = shlex.quote(f"{venv}/bin/python")
         return f"if [ -x {python} ]; then {python} -c {shlex.quote(LIST)}; else echo __none; fi"
 
-    def process(self, output):
+    def process(self, output) -> dict[str, str] | None:
         if "__none" in output:
             return None
-        out = {}
+        out: dict[str, str] = {}
         for line in output:
             name, sep, version = line.strip().partition("==")
             if sep:

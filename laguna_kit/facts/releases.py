@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from typing import Any, TypedDict, cast
 
 from pyinfra.api import FactBase
 
@@ -10,7 +11,23 @@ from ..domain.box_commands import release_command
 from . import multipart
 
 
-class ReleaseState(FactBase):
+class UnitRun(TypedDict):
+    active: bool
+    since: int | None  # unix seconds of its last start
+
+
+class BoxReleases(TypedDict, total=False):
+    state: dict[str, Any]  # state.json: current, previous, history, failed
+    current: dict[str, Any]  # the current release.json
+    gate: dict[str, Any]  # the last gate's result
+    perf: dict[str, Any] | None  # the current release's figures (perf.json)
+    unit: UnitRun
+    unit_drift: list[str]
+    replica_units: list[str]
+    drain: dict[str, Any] | None  # the router drain marker, while it exists
+
+
+class ReleaseState(FactBase[BoxReleases]):
     """``{"state": state.json, "current": the current release.json, "gate": the last gate result,
     "perf": the current release's figures (perf.json) or None, "unit": {"active": bool, "since":
     unix seconds of its last start or None}, "unit_drift": diff lines between the installed unit
@@ -18,7 +35,7 @@ class ReleaseState(FactBase):
     ``laguna_release.py state --json``; the default before the box tools are installed."""
 
     @staticmethod
-    def default():
+    def default() -> BoxReleases:
         return {
             "state": {},
             "current": {},
@@ -34,5 +51,5 @@ class ReleaseState(FactBase):
         state = release_command(kit_dir, unit, "state", "--json", state_dir=state_dir)
         return f"if [ -x {launcher} ]; then {state}; fi"
 
-    def process(self, output):
-        return dict(self.default(), **multipart.load_json(output))
+    def process(self, output) -> BoxReleases:
+        return cast(BoxReleases, {**self.default(), **multipart.load_json(output)})

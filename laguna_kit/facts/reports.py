@@ -7,7 +7,7 @@ import shlex
 from pyinfra.api import FactBase
 
 
-class ServingStatus(FactBase):
+class ServingStatus(FactBase[dict[str, str]]):
     """``{"unit": systemctl is-active, "health": HTTP code of /health, "gpu_mem": "used,
     total;..."}``."""
 
@@ -21,5 +21,5 @@ class ServingStatus(FactBase):
             "2>/dev/null | tr '\\n' ';')"
         )
 
-    def process(self, output):
+    def process(self, output) -> dict[str, str]:
         return dict(line.split("=", 1) for line in output if "=" in line)

@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
-import shlex
+import re
+from typing import TypedDict
 
-from pyinfra.api import FactBase
+from pyinfra.api import FactBase, QuoteString, StringCommand
 
 
-class HaproxyBuild(FactBase):
+class Build(TypedDict, total=False):
+    version: str
+    prometheus: bool  # built with the prometheus-exporter service
+
+
+class Backend(TypedDict):
+    name: str
+    status: str
+    running: int
+    queued: int
+    served: int
+    check: str
+    agent: str
+
+
+class RouterState(TypedDict):
+    unit: str
+    servers: list[Backend]
+
+
+class HaproxyBuild(FactBase[Build]):
     """``{"version": "2.6.12-1+deb12u4", "prometheus": bool}`` of /usr/sbin/haproxy, {} if none."""
 
     @staticmethod
-    def default():
+    def default() -> Build:
         return {}
 
     def command(self):
         return "haproxy -vv 2>/dev/null | head -c 20000 || true"
 
-    def process(self, output):
+    def process(self, output) -> Build:
         text = "\n".join(output)
         if "HAProxy version" not in text:
             return {}
@@ -35,24 +56,30 @@ STAT_SCRIPT = (
 )
 
 
-class RouterStatus(FactBase):
+class RouterStatus(FactBase[RouterState]):
     """The router's unit state and each backend server's line of HAProxy's ``show stat`` (over
     its admin socket): ``{"unit": "active", "servers": [{"name", "status", "running", "queued",
     "served", "check", "agent"}]}``."""
 
     @staticmethod
-    def default():
+    def default() -> RouterState:
         return {"unit": "unknown", "servers": []}
 
     def command(self, unit, admin_socket, backend="laguna"):
-        return (
-            f"echo unit=$(systemctl is-active {shlex.quote(unit)} 2>/dev/null); "
-            f"python3 -c {shlex.quote(STAT_SCRIPT)} {shlex.quote(admin_socket)} 2>/dev/null | "
-            f"grep -E '^(# pxname|{backend},)' || true"
+        return StringCommand(
+            "echo unit=$(systemctl is-active",
+            QuoteString(unit),
+            "2>/dev/null); python3 -c",
+            QuoteString(STAT_SCRIPT),
+            QuoteString(admin_socket),
+            "2>/dev/null | grep -E",
+            QuoteString(f"^(# pxname|{re.escape(backend)},)"),
+            "|| true",
         )
 
-    def process(self, output):
-        unit, servers, columns = "unknown", [], []
+    def process(self, output) -> RouterState:
+        unit, columns = "unknown", []
+        servers: list[Backend] = []
         for line in output:
             if line.startswith("unit="):
                 unit = line.split("=", 1)[1] or "unknown"

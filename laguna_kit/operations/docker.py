@@ -15,7 +15,7 @@ from pyinfra.operations import files as pyinfra_files
 
 from ..domain import fleet
 from ..domain.box_commands import running, systemd_run
-from ..facts.docker import RELOADED, DockerEngine, DockerImage
+from ..facts.docker import RELOADED, DockerEngine, DockerImage, digest_of
 from ..run import memo
 from .files import deep_merge, read_json
 
@@ -76,7 +76,7 @@ def image_digest_checked(ref: str, expected: str, registry: str):
     + expected: the tag's digest at `registry` ("" when this run could not read it: not checked)
     + registry: where `expected` was read (image_registry)
     """
-    got = (memo.fact(host, DockerImage, ref=ref) or {}).get("digest")
+    got = digest_of(memo.fact(host, DockerImage, ref=ref))
     if not expected:
         host.noop(f"{ref}: {registry} was not readable from this machine; its digest not checked")
         return
@@ -95,7 +95,7 @@ def image_digest_checked(ref: str, expected: str, registry: str):
 
 def _present(ref: str) -> bool:
     """The tag is on the box (said as the operation's no-op)."""
-    digest = (memo.fact(host, DockerImage, ref=ref) or {}).get("digest")
+    digest = digest_of(memo.fact(host, DockerImage, ref=ref))
     if digest:
         host.noop(f"{ref} present ({digest})")
     return bool(digest)
@@ -124,7 +124,7 @@ def image_pull_started(ref: str):
     if pulling == "running":
         host.noop(f"{ref}: the pull started earlier still runs ({PULL_UNIT})")
         return
-    digest = (host.get_fact(DockerImage, ref=ref) or {}).get("digest")
+    digest = digest_of(host.get_fact(DockerImage, ref=ref))
     if digest:
         host.noop(f"{ref} present ({digest})")
         return
@@ -221,7 +221,7 @@ def daemon_config_merged(wanted: dict, cache_port: int, path: str = DAEMON_JSON)
     if current is not None and not isinstance(current, dict):
         raise OperationError(f"{path} on {host.name} holds JSON that is not an object")
     merged = deep_merge(current or {}, wanted)
-    listed = merged.get(MIRRORS) if isinstance(merged.get(MIRRORS), list) else []
+    listed = merged[MIRRORS] if isinstance(merged.get(MIRRORS), list) else []
     mirrors = [m for m in listed if not kit_mirror(m, cache_port)]
     mirrors = ([ours] if ours else []) + mirrors
     if mirrors:

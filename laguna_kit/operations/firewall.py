@@ -67,7 +67,8 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
         raise OperationError(f"fleet_peers_allowed: role {role!r} is not one of {sorted(ROLES)}")
     other, what = ROLES[role](host)
     others = other if isinstance(other, list) else [other] if other is not None else []
-    known, unknown = [], []
+    known: list[tuple[str, list[str]]] = []
+    unknown: list[tuple[str, list[str]]] = []
     for h in others:
         ips = fleet.tailnet_ips(h)
         (known if ips else unknown).append((fleet.server_name(h.name), ips or []))

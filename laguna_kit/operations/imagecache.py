@@ -12,7 +12,7 @@ from pyinfra.facts.server import Command
 
 from ..domain import fleet
 from ..domain.box_commands import running, systemd_run, tool_command
-from ..facts.docker import DockerImage
+from ..facts.docker import DockerImage, digest_of
 from ..run import download_progress, interrupt, memo
 
 WARM_UNIT = "laguna-cache-warm"
@@ -84,7 +84,7 @@ def cache_warm_waited(kit_dir: str, image: str, digest: str, grace_s: float = 12
     if "gpu" not in fleet.roles(host):
         host.noop("no pull here (the step orders the boxes' wait after the cache's warming)")
         return
-    if (memo.fact(host, DockerImage, ref=image) or {}).get("digest"):
+    if digest_of(memo.fact(host, DockerImage, ref=image)):
         host.noop(f"{image} is on this box")
         return
     yield FunctionCommand(

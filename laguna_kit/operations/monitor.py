@@ -31,7 +31,7 @@ CHECKS = {
 
 def _first(ips: list[str] | None) -> str | None:
     """The address to reach a host at: IPv4 first (fleet.tailnet_ips sorts it so)."""
-    return (ips or [None])[0]
+    return ips[0] if ips else None
 
 
 @operation()

@@ -16,7 +16,9 @@ from .secrets import secret_path, with_secret
 
 
 @operation()
-def tailscale_joined(auth_key_env: str, kit_dir: str, hostname: str = "", tags: list[str] = ()):
+def tailscale_joined(
+    auth_key_env: str, kit_dir: str, hostname: str = "", tags: list[str] | tuple = ()
+):
     """
     The box is on the tailnet. A joined box is left alone; otherwise the auth key (from the control
     machine's environment) reaches the box only as a secret file for ``--auth-key=file:``.
@@ -74,7 +76,8 @@ def ssh_over_tailnet_checked(ssh_port: int):
     address = host.data.get("ssh_hostname") or host.name
     try:
         resolved = {
-            info[4][0] for info in socket.getaddrinfo(address, ssh_port, proto=socket.IPPROTO_TCP)
+            str(info[4][0])
+            for info in socket.getaddrinfo(address, ssh_port, proto=socket.IPPROTO_TCP)
         }
     except OSError:
         resolved = set()

@@ -190,7 +190,8 @@ def image_cuda_checked(ref: str):
 
         image_cuda_checked(name="Driver runs the image", ref="vllm/vllm-openai:v0.25.1")
     """
-    env = (memo.fact(host, DockerImage, ref=ref) or {}).get("env")
+    image = memo.fact(host, DockerImage, ref=ref)
+    env = image["env"] if image else None
     smi = memo.fact(host, NvidiaSmiGpus)
     if env is None or not smi["ok"]:
         if host.state.is_executing:

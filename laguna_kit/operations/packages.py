@@ -85,7 +85,8 @@ def apt_present(packages: list[str], hold: bool = False):
     if hold:  # read before the install: remembered facts are read before an operation's commands
         held = set((memo.fact(host, Command, command="apt-mark showhold") or "").split())
         unheld = [n for n in (p.partition("=")[0] for p in packages) if n not in held]
-    if todo and host.get_fact(Command, command=DPKG_JOURNAL):
+    journal: str = memo.fact(host, Command, command=DPKG_JOURNAL) if todo else ""
+    if journal:
         logger.warning(
             f"{host.name}: dpkg was interrupted (a run cut mid-install?): finishing its work "
             "with dpkg --configure -a before installing"

@@ -14,7 +14,7 @@ from ..boxtools.layout import UNIT_DIR
 from ..domain import replicas
 from ..domain.box_commands import release_command, transient
 from ..domain.profiles import render_release
-from ..facts.docker import DockerImage
+from ..facts.docker import DockerImage, digest_of
 from ..facts.releases import ReleaseState
 from ..run import gate_failures, memo
 from .systemd import unit_removed
@@ -42,7 +42,7 @@ def release_deployed(knobs: dict, kit_dir: str, unit: str, state_dir: str | None
         kit_dir="/opt/laguna-kit",
                          unit="laguna-vllm.service")
     """
-    digest = (memo.fact(host, DockerImage, ref=knobs["vllm_image"]) or {}).get("digest")
+    digest = digest_of(memo.fact(host, DockerImage, ref=knobs["vllm_image"]))
     spec, unit_text = render_release(knobs, digest)
     own = replicas.own_state(kit_dir, state_dir)
     st = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own)

@@ -122,14 +122,11 @@ def serving_reported(
         serving_reported(name="Serving status", kit_dir="/opt/laguna-kit",
                          unit="laguna-vllm.service", port=8080)
     """
-    lines = serving_lines(
-        host.get_fact(ServingStatus, unit=unit, port=port),
-        host.get_fact(
-            ReleaseState, kit_dir=kit_dir, unit=unit, **replicas.own_state(kit_dir, state_dir)
-        ),
-        unit,
-        recipe,
+    status = host.get_fact(ServingStatus, unit=unit, port=port)
+    releases = host.get_fact(
+        ReleaseState, kit_dir=kit_dir, unit=unit, **replicas.own_state(kit_dir, state_dir)
     )
+    lines = serving_lines(status, dict(releases), unit, recipe)
     table = host.get_fact(FirewallState, kit_dir=kit_dir, rules=rules)["table"]
     problem = FIREWALL_PROBLEMS.get(table)
     lines.append(f"PROBLEM: {problem}" if problem else "firewall table inet laguna_kit: loaded")
@@ -198,9 +195,8 @@ def router_reported(unit: str, admin_socket: str, port: int):
         router_reported(name="Router status", unit="laguna-router.service",
                         admin_socket="/run/laguna-router/admin.sock", port=8090)
     """
-    lines = router_lines(
-        host.get_fact(RouterStatus, unit=unit, admin_socket=admin_socket), unit, port
-    )
+    state = host.get_fact(RouterStatus, unit=unit, admin_socket=admin_socket)
+    lines = router_lines(dict(state), unit, port)
     for line in lines:
         (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
     host.noop("; ".join(lines))

@@ -18,7 +18,7 @@ from pyinfra import host
 from pyinfra.api import operation
 
 from ..boxtools.layout import RELOADED_DIR, UNIT_DIR
-from ..facts.systemd import UnitFiles, UnitFilesState, UnitStates
+from ..facts.systemd import UnitFiles, UnitFilesState, UnitState, UnitStates
 from ..run import memo
 from .files import stale, writes
 
@@ -59,12 +59,12 @@ def reactions(
     loaded = [u for u in {unit_of(p) for p in unit_files} if u and "@." not in u]
     templates = [p for p in unit_files if "@." in (unit_of(p) or "")]
     out = []
-    target = st["units"].get(unit) or {}
-    since = target.get("since") if target.get("active") else None
+    target = st["units"].get(unit)
+    since = target["since"] if target and target["active"] else None
     stale_units = since is not None and changed(unit_files) > since
     if (
         any(p in written for p in unit_files)
-        or any(st["units"].get(u, {}).get("need_daemon_reload") for u in loaded)
+        or any(st["units"][u]["need_daemon_reload"] for u in loaded if u in st["units"])
         # a template's change shows in no unit's NeedDaemonReload: its age against the unit's
         or (since is not None and changed(templates) > since)
     ):
@@ -165,6 +165,7 @@ def unit_removed(unit: str, paths: list[str], also: list[str] | tuple = ()):
         yield "systemctl daemon-reload"
 
 
+UNKNOWN: UnitState = {"running": False, "enabled": False, "exists": False}
 # The services the deploy keeps running: one `systemctl show` answers for all of them, so a
 # converged run asks once (a service not listed here is asked with them).
 KEPT_SERVICES = (
@@ -192,7 +193,7 @@ def service_running(service: str, running: bool | None = True, enabled: bool = T
         service_running(name="Docker running and enabled", service="docker.service")
     """
     units = tuple(dict.fromkeys((*KEPT_SERVICES, service)))
-    st = memo.fact(host, UnitStates, units=units).get(service) or {}
+    st = memo.fact(host, UnitStates, units=units).get(service) or UNKNOWN
     todo = []
     if running and not st.get("running"):
         todo.append(f"systemctl start {service}")

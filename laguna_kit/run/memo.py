@@ -17,14 +17,18 @@ Two rules keep it true:
 from __future__ import annotations
 
 import weakref
+from typing import Any, TypeVar
 
+from pyinfra.api import FactBase
 from pyinfra.api.state import BaseStateCallback
+
+T = TypeVar("T")
 
 _MEMORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host -> {key: value}
 _LAST_OP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host -> op hash
 
 
-def fact(host, cls, **kwargs):
+def fact(host, cls: type[FactBase[T]], **kwargs: Any) -> T:
     """host.get_fact(cls, **kwargs), from this run's memory when nothing changed since."""
     _watch(host.state)
     memory = _MEMORY.setdefault(host, {})
@@ -34,7 +38,7 @@ def fact(host, cls, **kwargs):
     return memory[key]
 
 
-def store(host, cls, value, **kwargs) -> None:
+def store(host, cls: type[FactBase[T]], value: T, **kwargs: Any) -> None:
     """What an operation just read afresh (host.get_fact), for the operations after it: dropped
     like the rest when an operation changes something on the host."""
     _watch(host.state)

@@ -26,11 +26,12 @@ class Retryable(Exception):
 
 def http():
     """The HTTP library of the venv's huggingface_hub (httpx2 from 2.x on, httpx before)."""
+    import importlib
+
     try:
-        import httpx2 as lib
+        return importlib.import_module("httpx2")
     except ImportError:  # pragma: no cover - the venv's hub client brings one of them
-        import httpx as lib
-    return lib
+        return importlib.import_module("httpx")
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -45,7 +45,7 @@ def run_gate(args) -> dict:
                 f"benchmark: {bench['output_tokens']} tokens in {bench['wall_s']} s = "
                 f"{bench['decode_tok_s']} tok/s"
             )
-        if args.dflash:
+        if before is not None:  # (--dflash)
             result["dflash"] = dflash_check(before, spec_counters(args.url), args.min_acceptance)
             log(f"DFlash acceptance {result['dflash']['acceptance']:.1%}")
         result["perf"] = {
