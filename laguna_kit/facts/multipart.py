@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from ..boxtools import jsonfile
 
 
 def split(output: list[str], markers: list[str]) -> dict[str, list[str]]:
@@ -17,14 +17,10 @@ def split(output: list[str], markers: list[str]) -> dict[str, list[str]]:
     return parts
 
 
-def load_json(lines: list[str], default=None):
-    """A part parsed as JSON; `default` (or {}) when it is empty or not JSON (a file being
-    written)."""
+def load_json(lines: list[str]) -> dict:
+    """A part holding a JSON object (boxtools/jsonfile.py's contract), {} when there is none, or
+    when it is no object yet (a record being written is read again next time)."""
     try:
-        return (
-            json.loads("\n".join(lines))
-            if "".join(lines).strip()
-            else ({} if default is None else default)
-        )
-    except ValueError:
-        return {} if default is None else default
+        return jsonfile.parse("\n".join(lines)) or {}
+    except jsonfile.JsonFileError:
+        return {}

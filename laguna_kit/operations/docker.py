@@ -17,7 +17,7 @@ from ..domain import fleet
 from ..domain.box_commands import running, systemd_run
 from ..facts.docker import RELOADED, DockerEngine, DockerImage, digest_of
 from ..run import memo
-from .files import deep_merge, read_json
+from .files import deep_merge, json_on_box
 
 
 @operation()
@@ -217,9 +217,7 @@ def daemon_config_merged(wanted: dict, cache_port: int, path: str = DAEMON_JSON)
             f"{host.name}: the image cache {cache.name} is not on the tailnet or this run cannot "
             "reach it: this box pulls from the registry itself"
         )
-    current = read_json(path)
-    if current is not None and not isinstance(current, dict):
-        raise OperationError(f"{path} on {host.name} holds JSON that is not an object")
+    current = json_on_box(path)
     merged = deep_merge(current or {}, wanted)
     listed = merged[MIRRORS] if isinstance(merged.get(MIRRORS), list) else []
     mirrors = [m for m in listed if not kit_mirror(m, cache_port)]

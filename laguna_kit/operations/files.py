@@ -15,6 +15,7 @@ from pyinfra.facts.files import FileContents
 from pyinfra.operations import files as pyinfra_files
 
 from .. import KIT_ROOT
+from ..boxtools import jsonfile
 from ..facts.files import FileHashes
 from ..run import memo
 
@@ -39,20 +40,16 @@ def kit_file(src: str, **template_vars) -> bytes:
     return path.read_bytes()
 
 
-def read_json(path: str):
-    """The JSON at `path` on the box: None when the file is missing, {} when it is empty."""
+def json_on_box(path: str) -> dict | None:
+    """The JSON object in the file at `path` on the box, read as the box tools read their own
+    (boxtools/jsonfile.py): None when it is missing or empty; anything but an object is refused,
+    never overwritten (the kit merges into files others wrote)."""
     lines = memo.fact(host, FileContents, path=path)
-    if lines is None:
-        return None
-    text = "\n".join(lines)
-    if not text.strip():
-        return {}
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return jsonfile.parse(None if lines is None else "\n".join(lines), f"{path} on {host.name}")
+    except jsonfile.JsonFileError as exc:
         raise OperationError(
-            f"{path} on {host.name} is not valid JSON ({exc}); fix or remove it, "
-            f"the kit merges into it and will not overwrite it"
+            f"{exc}; fix or remove it, the kit merges into it and will not overwrite it"
         ) from None
 
 
@@ -72,9 +69,7 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
         json_merged(name="daemon.json", path="/etc/docker/daemon.json",
                     wanted={"log-driver": "journald"})
     """
-    current = read_json(path)
-    if current is not None and not isinstance(current, dict):
-        raise OperationError(f"{path} on {host.name} holds JSON that is not an object")
+    current = json_on_box(path)
     merged = deep_merge(current or {}, wanted)
     if current is not None and merged == current:
         host.noop(f"{path} already holds {sorted(wanted)}")

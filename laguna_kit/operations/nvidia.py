@@ -12,7 +12,7 @@ from ..facts.docker import DockerImage
 from ..facts.nvidia import NouveauInitramfs, NvidiaComputePieces, NvidiaSmiGpus
 from ..facts.server import BoxBasics
 from ..run import interrupt, memo, reboot
-from .files import read_json
+from .files import json_on_box
 
 
 @operation()
@@ -143,7 +143,7 @@ def nvidia_runtime_configured(config: str = "/etc/docker/daemon.json"):
 
         nvidia_runtime_configured(name="Docker knows the nvidia runtime")
     """
-    current = read_json(config) or {}
+    current = json_on_box(config) or {}
     if (current.get("runtimes") or {}).get("nvidia"):
         host.noop("docker already has the nvidia runtime")
         return
