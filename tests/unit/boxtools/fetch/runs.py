@@ -39,7 +39,7 @@ def manifest_of(repo) -> list[dict]:
     ]
 
 
-def run(folder, url, repo, dest, progress, **kw) -> dict:
+def fetch(folder, url, repo, dest, progress, **kw) -> dict:
     """sync into `dest`, its manifest written in `folder`; `kw` overrides the arguments."""
     manifest = folder / "manifest.json"
     manifest.write_text(
@@ -61,3 +61,11 @@ def run(folder, url, repo, dest, progress, **kw) -> dict:
     )
     args.update(kw)
     return sync(type("A", (), args))
+
+
+SHARD = "model-00002-of-00003.safetensors"  # of the three-shard checkpoint conftest.py serves
+
+
+def run(tmp_path, url, repo, **kw) -> dict:
+    """One fetch into tmp_path/dest, its progress in tmp_path/progress.json."""
+    return fetch(tmp_path, url, repo, tmp_path / "dest", tmp_path / "progress.json", **kw)

@@ -51,7 +51,7 @@ class Box:
             kw.setdefault("sources", str(path))
         kw.setdefault("read_timeout_s", 2.0)
         dest, progress = self.model_dir / FOLDER, self.run_dir / PROGRESS
-        return fetch_runs.run(self.run_dir.parent, url, repo, dest, progress, **kw)
+        return fetch_runs.fetch(self.run_dir.parent, url, repo, dest, progress, **kw)
 
     def ok(self, repo):
         for name, data in repo.files.items():

@@ -5,25 +5,10 @@ import json
 import threading
 import time
 
-import pytest
-
 from laguna_kit.boxtools.fetch.progress import Progress
 from laguna_kit.run import download_progress
 
-from . import runs as fetch_runs
-from .runs import control, serving_hub
-
-SHARD = "model-00002-of-00003.safetensors"
-
-
-@pytest.fixture(scope="module")
-def hub():
-    with serving_hub(shards=3) as served:
-        yield served
-
-
-def run(tmp_path, url, repo, **kw):
-    return fetch_runs.run(tmp_path, url, repo, tmp_path / "dest", tmp_path / "progress.json", **kw)
+from .runs import SHARD, control, run
 
 
 def test_the_progress_record_stays_fresh_while_a_transfer_is_silent(tmp_path, hub):

@@ -12,20 +12,7 @@ import pytest
 from laguna_kit.boxtools.fetch import transfer
 from laguna_kit.boxtools.fetch.errors import FetchError
 
-from . import runs as fetch_runs
-from .runs import control, serving_hub
-
-SHARD = "model-00002-of-00003.safetensors"
-
-
-@pytest.fixture(scope="module")
-def hub():
-    with serving_hub(shards=3) as served:
-        yield served
-
-
-def run(tmp_path, url, repo, **kw):
-    return fetch_runs.run(tmp_path, url, repo, tmp_path / "dest", tmp_path / "progress.json", **kw)
+from .runs import SHARD, control, run
 
 
 def on_disk_ok(tmp_path, repo):
