@@ -68,6 +68,27 @@ class HostsFileError(ValueError):
     pass
 
 
+def _check_fields(where: str, entry: dict) -> None:
+    """Every field of a [[hosts]] entry is the kit's or pyinfra's SSH data, of its type."""
+    for key, value in entry.items():
+        if key in NOT_PYINFRA:
+            raise HostsFileError(f"{where}: {key}: {NOT_PYINFRA[key]}")
+        want = CONNECTION_FIELDS.get(key) or SSH_FIELDS.get(key)
+        if want is None:
+            hint = did_you_mean(key, [*CONNECTION_FIELDS, *SSH_FIELDS])
+            raise HostsFileError(
+                f"{where}: unknown field {key!r}{hint}; allowed: {sorted(CONNECTION_FIELDS)} "
+                f"and pyinfra's SSH data {sorted(SSH_FIELDS)}"
+            )
+        if not _has_type(value, want):
+            shown = "(hidden)" if "password" in key else repr(value)
+            raise HostsFileError(
+                f"{where}: {key} must be {want.__name__}, got {type(value).__name__} {shown}"
+            )
+        if key in SSH_FIELDS and isinstance(value, str) and shapes.NO_CONTROL(value):
+            raise HostsFileError(f"{where}: {key} holds a control character")
+
+
 def load(path: str | Path) -> list[tuple[str, dict]]:
     """pyinfra's (name, data) pairs for every host in the file."""
     path = Path(path).expanduser()
@@ -99,23 +120,7 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
     out, seen = [], set()
     for i, entry in enumerate(entries, 1):
         where = f"hosts file {path}, host #{i}"
-        for key, value in entry.items():
-            if key in NOT_PYINFRA:
-                raise HostsFileError(f"{where}: {key}: {NOT_PYINFRA[key]}")
-            want = CONNECTION_FIELDS.get(key) or SSH_FIELDS.get(key)
-            if want is None:
-                hint = did_you_mean(key, [*CONNECTION_FIELDS, *SSH_FIELDS])
-                raise HostsFileError(
-                    f"{where}: unknown field {key!r}{hint}; allowed: {sorted(CONNECTION_FIELDS)} "
-                    f"and pyinfra's SSH data {sorted(SSH_FIELDS)}"
-                )
-            if not _has_type(value, want):
-                shown = "(hidden)" if "password" in key else repr(value)
-                raise HostsFileError(
-                    f"{where}: {key} must be {want.__name__}, got {type(value).__name__} {shown}"
-                )
-            if key in SSH_FIELDS and isinstance(value, str) and shapes.NO_CONTROL(value):
-                raise HostsFileError(f"{where}: {key} holds a control character")
+        _check_fields(where, entry)
         roles = entry.get("roles", ["gpu"])
         if not roles or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles):
             raise HostsFileError(
