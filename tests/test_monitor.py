@@ -161,7 +161,12 @@ def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watch
     )
     assert len(until_n(edge, "laguna_gate_passed == 1", 2, 20)) == 2
     assert len(prom(edge, "vllm:kv_cache_usage_perc")) == 2
-    up = until(lambda: prom(edge, 'sum(haproxy_server_status{proxy="laguna",state="UP"})'), 30)
+    both_up = 'sum(haproxy_server_status{proxy="laguna",state="UP"})'
+    # (a scrape taken while the router's checks still came up says 1: wait for the second box)
+    up = until(
+        lambda: (lambda r: r if r and r[0]["value"][1] == "2" else None)(prom(edge, both_up)), 30
+    )
+    up = up or prom(edge, both_up)
     assert up and up[0]["value"][1] == "2", (
         up,
         [

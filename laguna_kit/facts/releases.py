@@ -13,7 +13,7 @@ from . import multipart
 
 class UnitRun(TypedDict):
     active: bool
-    since: int | None  # unix seconds of its last start
+    since: float | None  # seconds since the epoch of its last start
 
 
 class BoxReleases(TypedDict, total=False):

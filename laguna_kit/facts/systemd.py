@@ -4,12 +4,12 @@ needs to decide its reactions (daemon-reload, restart, reload) from the box alon
 from __future__ import annotations
 
 import shlex
-from datetime import datetime, timezone
 from typing import TypedDict
 
 from pyinfra.api import FactBase
 
 from ..boxtools.layout import RELOADED_DIR, UNIT_DIR
+from ..boxtools.unitclock import since_epoch
 from . import multipart
 
 
@@ -62,20 +62,6 @@ def show_blocks(output: list[str]) -> list[dict[str, str]]:
             blocks.append(props)
         props = {}
     return blocks
-
-
-def since_epoch(stamp: str) -> float | None:
-    """systemctl's `--timestamp=us+utc` ("Mon 2026-12-07 10:32:31.123456 UTC"; seconds only
-    without `us`): seconds since the epoch, None when unset ("n/a", "")."""
-    parts = stamp.split()
-    if len(parts) != 4 or parts[3] != "UTC":
-        return None
-    clock = parts[2] if "." in parts[2] else parts[2] + ".0"
-    try:
-        when = datetime.strptime(f"{parts[1]} {clock}", "%Y-%m-%d %H:%M:%S.%f")
-    except ValueError:
-        return None
-    return when.replace(tzinfo=timezone.utc).timestamp()
 
 
 class FileState(TypedDict):

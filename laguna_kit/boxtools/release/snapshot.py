@@ -6,30 +6,21 @@ from __future__ import annotations
 
 import os
 
+from .. import unitclock
 from . import system, units
 from .store import Store
 
 
 def unit_status(unit: str) -> dict:
-    """{"active": bool, "since": when it last entered active (unix s) or None}."""
-    props = dict(
-        line.split("=", 1)
-        for line in system.capture(
-            "systemctl",
-            "show",
-            unit,
-            "-p",
-            "ActiveState",
-            "-p",
-            "ActiveEnterTimestamp",
-            "--timestamp=unix",
-        ).splitlines()
-        if "=" in line
-    )
-    since = props.get("ActiveEnterTimestamp", "").lstrip("@")
+    """{"active": bool, "since": when it last entered active (seconds) or None}."""
+    show = system.capture(
+        "systemctl", "show", unit, "-p", "ActiveState", "-p", "ActiveEnterTimestamp",
+        *unitclock.SHOW_ARGS,
+    )  # fmt: skip
+    props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
     return {
         "active": props.get("ActiveState") == "active",
-        "since": int(since) if since.isdigit() else None,
+        "since": unitclock.since_epoch(props.get("ActiveEnterTimestamp", "")),
     }
 
 

@@ -9,13 +9,41 @@ import subprocess
 import sys
 
 from ..layout import gate_result
-from . import activate, drain, system
+from . import activate, drain, snapshot, system
 from .store import Store
 from .system import ReleaseError
 
 
-def gate(store: Store, force_slower: bool = False) -> bool:
-    """Run the gate (in the kit's venv) on whichever release is current; True when it passed."""
+def gate(store: Store, force_slower: bool = False, attempts: int = 2) -> bool:
+    """Run the gate (in the kit's venv) on whichever release is current; True when it passed on
+    the unit's own run. A pass is taken only while the unit is still the run the gate tested:
+    one that restarted meanwhile (its start failed, say on a container a killed start left,
+    and systemd brought it back) passed nothing of its own, and is gated again."""
+    for _ in range(attempts):
+        if not run_gate(store, force_slower):
+            return False
+        if tested_the_running_unit(store):
+            store.record_perf()
+            return True
+        system.say(
+            f"{store.unit} started again while the gate ran (the pass was another run's): "
+            "gating its new run"
+        )
+    return False
+
+
+def tested_the_running_unit(store: Store) -> bool:
+    """The unit is active and entered active before the last gate started (a gate result of an
+    older kit without its start time: taken as it is)."""
+    started = store.gate_result().get("started_unix")
+    if started is None:
+        return True
+    unit = snapshot.unit_status(store.unit)
+    return bool(unit["active"]) and unit["since"] is not None and unit["since"] <= started
+
+
+def run_gate(store: Store, force_slower: bool) -> bool:
+    """laguna_gate.py on the current release; True when it exited 0."""
     cmd = [
         f"{store.kit_dir}/venv/bin/python",
         f"{store.kit_dir}/bin/laguna_gate.py",
@@ -28,10 +56,7 @@ def gate(store: Store, force_slower: bool = False) -> bool:
         "--result",
         gate_result(store.state_dir),
     ] + (["--force-slower"] if force_slower else [])
-    passed = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
-    if passed:
-        store.record_perf()
-    return passed
+    return subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 0
 
 
 def validate(store: Store, auto_rollback: bool, force_slower: bool = False) -> bool:

@@ -17,7 +17,9 @@ def box(tmp_path, monkeypatch):
     monkeypatch.setattr(units, "UNIT_DIR", str(tmp_path / "units"))
     monkeypatch.setattr(system, "run", lambda *cmd, check=True: calls.append(cmd))
     monkeypatch.setattr(
-        system, "capture", lambda *cmd: "ActiveState=active\nActiveEnterTimestamp=@1764000000\n"
+        system,
+        "capture",
+        lambda *cmd: "ActiveState=active\nActiveEnterTimestamp=Mon 2025-11-24 16:00:00 UTC\n",
     )
     (tmp_path / "units").mkdir()
     store = Store(str(tmp_path / "kit"), "laguna-vllm.service")

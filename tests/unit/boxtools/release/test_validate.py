@@ -43,3 +43,31 @@ def test_the_gate_runs_the_box_tool_in_the_venv_with_this_replicas_state(box, mo
     cmd = ran[0]
     assert cmd[:2] == [f"{box.kit_dir}/venv/bin/python", f"{box.kit_dir}/bin/laguna_gate.py"]
     assert cmd[cmd.index("--state-dir") + 1] == box.state_dir and cmd[-1] == "--force-slower"
+
+
+def test_a_pass_counts_only_for_the_run_it_tested(box, monkeypatch, capsys):
+    """A start that failed on a container a killed start left behind comes back 15 s later
+    (Restart=): the gate had passed against that orphan, not the unit's own run. Such a pass is
+    not taken; the unit's new run is gated (seen in the power-cut drill under load)."""
+    import json
+    import os
+
+    from laguna_kit.boxtools.release import snapshot
+
+    gates = []
+
+    def run_gate(store, force_slower):
+        gates.append(len(gates))
+        os.makedirs(os.path.join(store.kit_dir, "state"), exist_ok=True)
+        with open(os.path.join(store.kit_dir, "state", "last-gate.json"), "w") as fh:
+            json.dump({"passed": True, "started_unix": 100.0 + 10 * len(gates)}, fh)
+        return True
+
+    starts = iter([115.0, 105.0])  # entered active after the first gate began, then before
+    monkeypatch.setattr(validate, "run_gate", run_gate)
+    monkeypatch.setattr(snapshot, "unit_status", lambda u: {"active": True, "since": next(starts)})
+    assert validate.gate(box) and gates == [0, 1]
+    assert "started again while the gate ran" in capsys.readouterr().err
+    monkeypatch.setattr(snapshot, "unit_status", lambda u: {"active": False, "since": None})
+    gates.clear()
+    assert not validate.gate(box) and gates == [0, 1]  # never its own run: no pass

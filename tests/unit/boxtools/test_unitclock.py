@@ -1,7 +1,7 @@
-"""laguna_kit/facts/systemd.py beyond its fixtures: systemctl's timestamps read to the
+"""laguna_kit/boxtools/unitclock.py: systemctl's timestamps read to the
 microsecond (seconds only where a systemd prints no more), "n/a" as none."""
 
-from laguna_kit.facts.systemd import since_epoch
+from laguna_kit.boxtools.unitclock import since_epoch
 
 
 def test_timestamps_with_and_without_microseconds_and_unset():
