@@ -1,7 +1,8 @@
 """What the monitor host runs, as data: Prometheus's scrape configuration, the alert rules and
 Alertmanager's routes, built from the fleet's tailnet addresses (parsed: fleet.tailnet_addresses)
-and the knobs (typed: knobtypes). Written as JSON, which Prometheus and Alertmanager read as the
-YAML it is a subset of: no value is ever pasted into YAML text.
+and the knobs (typed: knobs/shapes.py). Written as JSON, which Prometheus and Alertmanager read
+as the YAML it is a subset of: no value is ever pasted into YAML text (the alert rules are a
+rules file, files/laguna-alerts.rules.yml, rendered with the knobs' values and read back).
 
 Metric names: vLLM's V1 engine (vllm/v1/metrics/loggers.py, docs/design/metrics.md, v0.25.1):
 vllm:num_requests_running/_waiting, vllm:kv_cache_usage_perc (0-1), vllm:generation_tokens_total,
