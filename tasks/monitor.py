@@ -42,9 +42,11 @@ monitor_configured(
     name="Prometheus: every host on the tailnet, the kit's alerts; Alertmanager: the receivers "
     "(each run with the kit's files, restarted when they changed)",
     knobs={k: d.get(k) for k in KNOBS},
-    # the router's metrics page asks for one of the fleet's API keys
-    router_key=(
-        fleet.api_keys(d.router_api_keys_env, d.router_api_keys_file)[0] if router else None
+    # the router's metrics page takes a key of its own (never a client key on this host)
+    metrics_key=(
+        fleet.metrics_key(fleet.api_keys(d.router_api_keys_env, d.router_api_keys_file))
+        if router
+        else None
     ),
 )
 for service in SERVICES:

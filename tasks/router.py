@@ -5,7 +5,13 @@
 # session header lands on the same box. DEPLOYMENT.md says why HAProxy.
 from pyinfra import host
 
-from laguna_kit.boxtools.layout import ROUTER_ADMIN_SOCKET, ROUTER_CONFIG, ROUTER_KEYS, ROUTER_UNIT
+from laguna_kit.boxtools.layout import (
+    ROUTER_ADMIN_SOCKET,
+    ROUTER_CONFIG,
+    ROUTER_KEYS,
+    ROUTER_METRICS_KEYS,
+    ROUTER_UNIT,
+)
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.router import router_configured
 from laguna_kit.operations.systemd import service_running
@@ -19,6 +25,7 @@ router_configured(
     name="Router: its unit, the GPU boxes on the tailnet, API key hashes (reloaded, or restarted)",
     config=CONFIG,
     keys_file=KEYS,
+    metrics_keys_file=ROUTER_METRICS_KEYS,
     unit=UNIT,
     keys_env=d.router_api_keys_env,
     keys_path=d.router_api_keys_file,

@@ -42,6 +42,7 @@ ROUTER_USER = "haproxy"  # the user Debian's and Ubuntu's haproxy package runs i
 ROUTER_ADMIN_SOCKET = "/run/laguna-router/admin.sock"  # its runtime API
 ROUTER_CONFIG = f"{KIT_ETC}/haproxy.cfg"  # the kit's own (the distribution's is left alone)
 ROUTER_KEYS = f"{KIT_ETC}/router-api-keys.sha256"  # sha256 of each "Bearer <key>", never a key
+ROUTER_METRICS_KEYS = f"{KIT_ETC}/router-metrics-key.sha256"  # the monitor's key: metrics alone
 ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits
 REPLICAS = "replicas"  # under kit_dir: replica n > 1's own state folder, replicas/<n>
 

@@ -11,6 +11,7 @@ tailnet yet) gives None, and its user keeps what it has.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import ipaddress
 import os
 import re
@@ -154,6 +155,17 @@ def api_keys(env_name: str, file_path: str, environ=os.environ) -> list[str]:
             f"are too weak (one {bad[0]}): use long random keys (openssl rand -hex 24)"
         )
     return keys
+
+
+METRICS_KEY_PREFIX = "lgm-"
+
+
+def metrics_key(keys: list[str]) -> str:
+    """The key the monitor's Prometheus sends to the router's metrics page: derived from the
+    fleet's keys (an HMAC: it reveals none of them, and changes when they do), and accepted by
+    the metrics page alone, never by the API. A monitor host holds this, never a client key."""
+    mac = hmac.new(sorted(keys)[0].encode(), b"laguna-kit router metrics", hashlib.sha256)
+    return METRICS_KEY_PREFIX + mac.hexdigest()
 
 
 def key_hashes(keys: list[str]) -> str:

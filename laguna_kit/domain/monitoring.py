@@ -32,7 +32,7 @@ def prometheus_config(
     own: str,
     knobs: dict,
     rules_file: str,
-    router_key_file: str,
+    metrics_key_file: str,
 ) -> dict:
     """boxes: [{"name", "address", "api_port", "ports": each replica's API port}] (the GPU hosts
     on the tailnet); router: {"name",
@@ -69,8 +69,8 @@ def prometheus_config(
         jobs.append(
             {
                 "job_name": "router",
-                # the router's metrics page asks for one of the fleet's API keys
-                "authorization": {"type": "Bearer", "credentials_file": router_key_file},
+                # the router's metrics page takes its metrics-only key (fleet.metrics_key)
+                "authorization": {"type": "Bearer", "credentials_file": metrics_key_file},
                 "static_configs": [
                     {
                         "targets": [host_port(router["address"], knobs["router_metrics_port"])],

@@ -11,6 +11,7 @@ from pyinfra.api import FactBase
 from ..boxtools.layout import RELOADED_DIR, UNIT_DIR
 from ..boxtools.unitclock import since_epoch
 from . import multipart
+from .files import access
 
 
 class UnitState(TypedDict):
@@ -113,7 +114,7 @@ class UnitFiles(FactBase[UnitFilesState]):
         reloaded = " ".join(shlex.quote(f"{RELOADED_DIR}/{u}") for u in units)
         return (
             f'echo __FILES__; for f in {q_paths}; do [ -f "$f" ] && '
-            'echo "$(find "$f" -maxdepth 0 -printf \'%m %T@\') '
+            'echo "$(find "$f" -maxdepth 0 -printf \'%m %g %T@\') '
             '$(sha256sum < "$f" | cut -d" " -f1) $f"; done; '
             f"echo __UNITS__; systemctl show --timestamp=us+utc -p Id -p LoadState "
             f"-p ActiveState -p NeedDaemonReload -p ActiveEnterTimestamp {q_units}; "
@@ -126,8 +127,8 @@ class UnitFiles(FactBase[UnitFilesState]):
         parts = multipart.split(output, ["__FILES__", "__UNITS__", "__LINKS__", "__RELOADED__"])
         files: dict[str, FileState] = {}
         for line in parts["__FILES__"]:
-            mode, mtime, digest, path = line.split(" ", 3)
-            files[path] = {"sha256": digest, "mode": mode, "mtime": float(mtime)}
+            mode, group, mtime, digest, path = line.split(" ", 4)
+            files[path] = {"sha256": digest, "mode": access(mode, group), "mtime": float(mtime)}
         units: dict[str, UnitStatus] = {}
         for props in show_blocks(parts["__UNITS__"]):
             units[props["Id"]] = {

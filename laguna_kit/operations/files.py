@@ -79,7 +79,10 @@ def json_merged(path: str, wanted: dict, mode: str = "644"):
     )
 
 
-PRIVATE_MODES = ("600", "400")  # files for root's eyes only: written from stdin, never uploaded
+def private(mode: str) -> bool:
+    """A file not for every user's eyes (no read bit for others: "600", "640:prometheus"):
+    written from stdin with its final mode and group, never uploaded."""
+    return not int(mode.partition(":")[0][-1], 8) & 4
 
 
 @operation()
@@ -94,8 +97,9 @@ def files_synced(
     all of them): a converged box costs one remote command, not two or three per file. Only files
     whose content or mode differ are written (atomically: to a temporary name, then renamed).
 
-    + files: (content, destination, mode) of each file (text files of mode 600 or 400 go on a
-      command's stdin, never by upload)
+    + files: (content, destination, mode) of each file; a mode may name the file's group
+      ("640:prometheus", else root's); a file others may not read goes on a command's stdin,
+      never by upload
     + fetched: (URL, destination, mode) of files the box downloads itself when they are missing
       (signing keys), before the files above; like ``files.download`` without a hash, an existing
       one is kept; an armored key fetched for a ``.gpg`` keyring is stored dearmored
@@ -183,12 +187,15 @@ def write_commands(data: bytes, dest: str, mode: str, check: str | None):
     temporary name) before it replaces the old file."""
     tmp = f"{dest}.laguna-new"
     q_tmp = shlex.quote(tmp)
-    if mode in PRIVATE_MODES:
+    perm, _, group = mode.partition(":")
+    if private(mode):
         # Never an upload (pyinfra's go through /tmp as the login user under sudo): on the
-        # stdin of the command that writes it, readable by root alone from its first byte.
+        # stdin of the command that writes it, readable by root alone from its first byte, then
+        # by its group once it has it.
         yield StringCommand(f"umask 077 && cat > {q_tmp}", _stdin=data.decode())
     else:
         yield FileUploadCommand(io.BytesIO(data), tmp)
     if check:
         yield check.replace("%s", q_tmp)
-    yield f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"
+    group_it = f"chgrp {shlex.quote(group)} {q_tmp} && " if group else ""
+    yield f"{group_it}chmod {shlex.quote(perm)} {q_tmp} && mv -f {q_tmp} {shlex.quote(dest)}"

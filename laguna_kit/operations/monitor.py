@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
-from ..boxtools.layout import MONITOR_DIR, UNIT_DIR
+from ..boxtools.layout import MONITOR_DIR, MONITOR_USER, UNIT_DIR
 from ..domain import fleet, monitoring, replicas
 from .files import kit_file
 from .systemd import unit_installed
@@ -19,10 +19,12 @@ ALERTMANAGER_ENV = f"{MONITOR_DIR}/alertmanager.env"
 CONFIG = f"{MONITOR_DIR}/prometheus.yml"
 RULES = f"{MONITOR_DIR}/laguna-alerts.yml"
 ALERTS = f"{MONITOR_DIR}/alertmanager.yml"
-ROUTER_KEY = f"{MONITOR_DIR}/router-key"
+METRICS_KEY = f"{MONITOR_DIR}/router-metrics-key"  # the router's metrics page alone takes it
+EARLIER_KEYS = [f"{MONITOR_DIR}/router-key"]  # a client key an earlier kit left here
+# The services' own group reads the files that hold a secret; no other user does.
+SECRET = f"640:{MONITOR_USER}"
 # Checked before they replace the running ones (promtool and amtool come with the packages).
 CHECKS = {
-    ROUTER_KEY: "chgrp prometheus %s",  # (not a check: Prometheus's group, before it is in place)
     RULES: "promtool check rules %s >&2",
     CONFIG: "promtool check config --syntax-only %s >&2",
     ALERTS: "amtool check-config %s >&2",
@@ -35,17 +37,18 @@ def _first(ips: list[str] | None) -> str | None:
 
 
 @operation()
-def monitor_configured(knobs: dict, router_key: str | None):
+def monitor_configured(knobs: dict, metrics_key: str | None):
     """
     Prometheus scrapes every host of the hosts file on the tailnet (vLLM's /metrics of each GPU
     box, node exporter with the kit's GPU and release metrics, the router's HAProxy exporter),
     evaluates the kit's alert rules and sends them to Alertmanager; both bound to this host's
     tailnet address. Every file is checked (promtool, amtool) before it replaces the running one,
     and each service restarts when its files changed (judged from the box: a run cut between the
-    two still restarts it next time).
+    two still restarts it next time). The files that hold a secret (the router's metrics key,
+    Alertmanager's receivers) travel on stdin and are readable by the services' group alone.
 
     + knobs: the monitor's knobs (ports, scrape interval, retention, thresholds, receivers)
-    + router_key: one of the fleet's API keys (the router's metrics page asks for one), or None
+    + metrics_key: the router's metrics-only key (fleet.metrics_key), or None without a router
     """
     if knobs["alert_email_to"] and not knobs["alert_smarthost"]:
         raise OperationError(
@@ -61,15 +64,15 @@ def monitor_configured(knobs: dict, router_key: str | None):
             f"{host.name}: the monitor is not on the tailnet (tailscale status): Prometheus would "
             "have no address to listen on; nothing was changed"
         )
-    boxes, others, router = scrape_targets(own, router_key)
+    boxes, others, router = scrape_targets(own, metrics_key)
     port = knobs["prometheus_port"]
     prom_env, am_env = env_files(own, knobs)
     prometheus = [
-        *([((router_key + "\n").encode(), ROUTER_KEY, "640")] if router and router_key else []),
+        *([((metrics_key + "\n").encode(), METRICS_KEY, SECRET)] if router and metrics_key else []),
         (monitoring.dump(monitoring.alert_rules(knobs, router is not None)), RULES, "644"),
         (
             monitoring.dump(
-                monitoring.prometheus_config(boxes, router, others, own, knobs, RULES, ROUTER_KEY)
+                monitoring.prometheus_config(boxes, router, others, own, knobs, RULES, METRICS_KEY)
             ),
             CONFIG,
             "644",
@@ -78,12 +81,14 @@ def monitor_configured(knobs: dict, router_key: str | None):
         dropin(PROMETHEUS, PROMETHEUS_ENV),
     ]
     alertmanager = [
-        (monitoring.dump(monitoring.alertmanager_config(knobs)), ALERTS, "644"),
+        (monitoring.dump(monitoring.alertmanager_config(knobs)), ALERTS, SECRET),
         (am_env, ALERTMANAGER_ENV, "644"),
         dropin(ALERTMANAGER, ALERTMANAGER_ENV),
     ]
     commands = [
-        *unit_installed._inner(unit=PROMETHEUS, files=prometheus, validate=CHECKS),
+        *unit_installed._inner(
+            unit=PROMETHEUS, files=prometheus, validate=CHECKS, removed=EARLIER_KEYS
+        ),
         *unit_installed._inner(unit=ALERTMANAGER, files=alertmanager, validate=CHECKS),
     ]
     if not commands:
@@ -102,7 +107,7 @@ def dropin(service: str, env: str) -> tuple[bytes, str, str]:
     return text, f"{UNIT_DIR}/{service}.d/laguna-kit.conf", "644"
 
 
-def scrape_targets(own: str, router_key: str | None) -> tuple[list, list, dict | None]:
+def scrape_targets(own: str, metrics_key: str | None) -> tuple[list, list, dict | None]:
     """(the GPU boxes, the other hosts, the router or None) to scrape, by tailnet address; a host
     not on the tailnet yet is left out, named."""
     inventory = host.state.inventory
@@ -128,7 +133,7 @@ def scrape_targets(own: str, router_key: str | None) -> tuple[list, list, dict |
     router_address = (own if r is host else _first(fleet.tailnet_ips(r))) if r is not None else None
     router = (
         {"name": fleet.server_name(r.name), "address": router_address}
-        if r is not None and router_address and router_key
+        if r is not None and router_address and metrics_key
         else None
     )
     return boxes, others, router

@@ -75,7 +75,13 @@ HAPROXY_CHECK = (
 
 @operation()
 def router_configured(
-    config: str, keys_file: str, unit: str, settings: dict, keys_env: str, keys_path: str = ""
+    config: str,
+    keys_file: str,
+    metrics_keys_file: str,
+    unit: str,
+    settings: dict,
+    keys_env: str,
+    keys_path: str = "",
 ):
     """
     The router's unit and its HAProxy configuration: every GPU box on the tailnet and the hashes
@@ -86,6 +92,8 @@ def router_configured(
 
     + config: the configuration file (the kit's own; the distribution's haproxy.cfg is left alone)
     + keys_file: sha256 of each accepted "Bearer <key>" (never the keys)
+    + metrics_keys_file: sha256 of the monitor's metrics-only key (fleet.metrics_key), accepted
+      by the metrics page alone
     + unit: the router's systemd unit
     + settings: port, metrics_port, agent_port, session_header, timeout_s, queue_timeout_s,
       interval_ms, admin_socket
@@ -110,12 +118,15 @@ def router_configured(
         "files/haproxy.cfg.j2",
         **settings,
         keys_file=keys_file,
+        metrics_keys_file=metrics_keys_file,
         servers=backends(host.state.inventory),
         prometheus=bool(build.get("prometheus")),
         # its own tailnet addresses alone, never every address: off the tailnet it has no socket
         binds=[f"ipv6@{a}" if ":" in a else f"ipv4@{a}" for a in own],
     )
-    hashes = fleet.key_hashes(fleet.api_keys(keys_env, keys_path)).encode()
+    keys = fleet.api_keys(keys_env, keys_path)
+    hashes = fleet.key_hashes(keys).encode()
+    metrics_hash = fleet.key_hashes([fleet.metrics_key(keys)]).encode()
     unit_text = kit_file("files/laguna-router.service.j2", port=settings["port"], config=config)
     # The keys first (the running router holds its ACL in memory): the new configuration names
     # them, and is checked before it replaces the running one's.
@@ -124,6 +135,7 @@ def router_configured(
             unit=unit,
             files=[
                 (hashes, keys_file, "600"),
+                (metrics_hash, metrics_keys_file, "600"),
                 (text, config, "644"),
                 (unit_text, unit_path(unit), "644"),
             ],

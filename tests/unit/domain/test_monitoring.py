@@ -22,7 +22,7 @@ def config(router=True):
         "100.90.9.2",
         KNOBS,
         "/etc/laguna-kit/monitor/laguna-alerts.yml",
-        "/etc/laguna-kit/monitor/router-key",
+        "/etc/laguna-kit/monitor/router-metrics-key",
     )
 
 
@@ -37,7 +37,7 @@ def test_every_box_and_exporter_is_scraped_by_its_tailnet_address():
         ["[fd7a:115c:a1e0::90:2]:8080"],
     ]
     assert ["100.90.9.2:9100"] in [c["targets"] for c in job(cfg, "node")["static_configs"]]
-    assert job(cfg, "router")["authorization"]["credentials_file"].endswith("router-key")
+    assert job(cfg, "router")["authorization"]["credentials_file"].endswith("router-metrics-key")
     assert cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == [
         "100.90.9.2:9093"
     ]
@@ -52,7 +52,7 @@ def test_each_replica_of_an_eight_card_box_is_scraped_on_its_own_port():
         "100.90.9.2",
         KNOBS,
         "/etc/laguna-kit/monitor/laguna-alerts.yml",
-        "/etc/laguna-kit/monitor/router-key",
+        "/etc/laguna-kit/monitor/router-metrics-key",
     )
     assert job(cfg, "vllm")["static_configs"] == [
         {"targets": ["100.90.1.2:8080"], "labels": {"box": "gpu-8"}},

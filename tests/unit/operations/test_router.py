@@ -35,7 +35,10 @@ def test_a_converged_router_is_left_alone(monkeypatch):
     monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
     files = uploads("router.router_configured", doc)
     (fact_key,) = doc["facts"]["systemd.UnitFiles"]
-    modes = {"/etc/laguna-kit/router-api-keys.sha256": "600"}
+    modes = {
+        "/etc/laguna-kit/router-api-keys.sha256": "600",
+        "/etc/laguna-kit/router-metrics-key.sha256": "600",
+    }
     state = doc["facts"]["systemd.UnitFiles"][fact_key]
     state["files"] = {  # every file as this run would write it, before the router last started
         path: {
@@ -96,3 +99,26 @@ def test_a_router_off_the_tailnet_gets_no_configuration(monkeypatch):
     doc["facts"]["network.TailscaleStatus"] = {"BackendState": "NeedsLogin"}
     with pytest.raises(OperationError, match="not on the tailnet"):
         operation_output("router.router_configured", doc)
+
+
+def test_the_monitors_key_opens_the_metrics_page_alone(monkeypatch):
+    """Issue 37 #2: Prometheus gets a metrics-only key, never a client key; the API never takes
+    it (its ACL reads the client keys' file alone)."""
+    from laguna_kit.domain import fleet
+
+    doc = case("router.router_configured/first-deploy-writes-and-checks-its-files.json")
+    monkeypatch.setenv("LAGUNA_API_KEYS", doc["env"]["LAGUNA_API_KEYS"])
+    files = uploads("router.router_configured", doc)
+    cfg = files["/etc/laguna-kit/haproxy.cfg"].decode()
+    api, metrics = cfg.split("frontend metrics")
+    clients, monitor = (
+        "/etc/laguna-kit/router-api-keys.sha256",
+        "/etc/laguna-kit/router-metrics-key.sha256",
+    )
+    assert clients in api and monitor not in api.split("backend laguna")[0]
+    assert f"-f {clients} -f {monitor}" in metrics
+    key = fleet.metrics_key([key_one()])
+    assert key != key_one() and key_one() not in key
+    want = hashlib.sha256(f"Bearer {key}".encode()).hexdigest() + "\n"
+    assert files[monitor].decode() == want
+    assert files[clients].decode() != want
