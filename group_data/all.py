@@ -32,6 +32,7 @@ from laguna_kit.knobs.shapes import (  # pyinfra takes no imported name for a kn
     SHM_SIZE,
     SMARTHOST,
     TAG,
+    TAILNET_PEER,
     UNIT_NAME,
     USER,
     address,
@@ -219,6 +220,9 @@ registry_cache_dir: box_path() = "/var/lib/laguna-kit/registry-cache"  # on the 
 node_exporter_port: PORT = 9100  # node exporter (the distribution's) on every host, with the kit's GPU and release metrics; only the monitor reaches it
 prometheus_port: PORT = 9090  # on the monitor host, bound to its tailnet address
 alertmanager_port: PORT = 9093  # on the monitor host, bound to its tailnet address (no cluster port)
+monitor_operators: listof(TAILNET_PEER) = []  # tailnet addresses or tags (e.g. ["tag:ops"]) that reach Prometheus and Alertmanager; no other peer does (Alertmanager's API shows receivers and takes silences)
+monitor_local_users: listof(USER) = []  # users on the monitor host besides root and Prometheus's that may reach its ports (e.g. ["grafana"])
+metrics_relay_port: PORT = 9180  # on each GPU box: vLLM's /metrics alone, relayed for the monitor (which never reaches the API port)
 monitor_scrape_interval_s: integer(1, 3600) = 15  # Prometheus's default; an alert needs a scrape or two plus its wait
 monitor_retention_days: integer(1, 3650) = 30  # how long the monitor keeps its time series
 gpu_metrics_interval_s: integer(1, 3600) = 15  # how often laguna-gpu-metrics.timer asks nvidia-smi on each box

@@ -2,10 +2,13 @@
 # Prometheus, Alertmanager and node exporter from the distribution, held like the router; the
 # distribution's own services run with the kit's files (laguna_kit/domain/monitoring.py), bound to
 # the tailnet address. Prometheus scrapes every host of the hosts file, evaluates the kit's alerts
-# and sends them to Alertmanager (receivers: alert_webhook_url, alert_email_to).
+# and sends them to Alertmanager (receivers: alert_webhook_url, alert_email_to). Of the tailnet
+# peers only the operators (monitor_operators) reach them.
 from pyinfra import host
 
+from laguna_kit.boxtools.layout import FIREWALL_OPERATORS, FIREWALL_RULES
 from laguna_kit.domain import fleet
+from laguna_kit.operations.firewall import fleet_peers_allowed
 from laguna_kit.operations.monitor import ALERTMANAGER, PROMETHEUS, monitor_configured
 from laguna_kit.operations.packages import apt_present
 from laguna_kit.operations.systemd import service_running
@@ -32,6 +35,13 @@ KNOBS = (
     "alert_smarthost",
 )
 
+fleet_peers_allowed(
+    role="operators",
+    name="Prometheus and Alertmanager answer the operators alone on the tailnet",
+    kit_dir=d.kit_dir,
+    rules=FIREWALL_RULES,
+    peers_file=FIREWALL_OPERATORS,
+)
 apt_present(
     name="Prometheus, Alertmanager and node exporter (held)",
     packages=["prometheus", "prometheus-alertmanager", "prometheus-node-exporter"],

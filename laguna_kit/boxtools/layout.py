@@ -31,10 +31,13 @@ REGISTRY_CACHE_UNIT = "laguna-registry-cache.service"  # the fleet's image cache
 REGISTRY_CACHE_CONFIG = f"{KIT_ETC}/registry-cache.json"
 FIREWALL_MONITOR = f"{KIT_ETC}/firewall.d/fleet-monitor.nft"  # the monitor's addresses
 FIREWALL_MONITOR_GLOB = f"{KIT_ETC}/firewall.d/fleet-monitor*.nft"
+FIREWALL_OPERATORS = f"{KIT_ETC}/firewall.d/fleet-operators.nft"  # on the monitor host
+FIREWALL_OPERATORS_GLOB = f"{KIT_ETC}/firewall.d/fleet-operators*.nft"
 MONITOR_DIR = f"{KIT_ETC}/monitor"  # the monitor host's Prometheus/Alertmanager files
 MONITOR_USER = "prometheus"  # the user Debian's prometheus packages run them as
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"  # node exporter's textfile folder (Debian's)
 GPU_METRICS_UNIT = "laguna-gpu-metrics"  # .service + .timer: tasks/metrics.py
+METRICS_RELAY_UNIT = "laguna-metrics-relay.service"  # vLLM's /metrics alone, for the monitor
 FIREWALL_WATCH = "laguna-firewall-watch.service"  # loads the table again after a flush
 ROUTER_DRAIN = "router-drain"  # under kit_dir: while it exists the box's router agent says "drain"
 ROUTER_UNIT = "laguna-router.service"  # the fleet router's HAProxy (tasks/router.py)
@@ -58,4 +61,4 @@ def gate_result(kit_dir: str) -> str:
 
 # The kit's listeners besides the serving unit (unit_name, a knob): each requires the firewall unit,
 # and the firewall watch stops them when the table cannot be loaded again.
-KIT_LISTENERS = (ROUTER_UNIT, PEER_FILES_UNIT, REGISTRY_CACHE_UNIT)
+KIT_LISTENERS = (ROUTER_UNIT, PEER_FILES_UNIT, REGISTRY_CACHE_UNIT, METRICS_RELAY_UNIT)

@@ -25,6 +25,7 @@ BOX_TOOLS = {
     "laguna_lock.py": "lock",
     "laguna_gpu_metrics.py": "gpumetrics",
     "laguna_cache_warm.py": "cachewarm",
+    "laguna_metrics_relay.py": "metricsrelay",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 

@@ -76,6 +76,37 @@ def tailnet_addresses(status: dict, who: str) -> list[str]:
     return [str(a) for a in sorted(set(out), key=lambda a: (a.version, a))]
 
 
+def tagged_addresses(status: dict, tag: str, who: str) -> list[str]:
+    """The tailnet addresses of the peers a `tailscale status --json` lists with `tag` (its Peer
+    map: tailscale's ipn/ipnstate PeerStatus, Tags and TailscaleIPs), each parsed as
+    tailnet_addresses parses a host's own; IPv4 first."""
+    peers = status.get("Peer") or {}
+    if not isinstance(peers, dict):
+        raise OperationError(f"{who}: tailscale status gave Peer {type(peers).__name__}: not a map")
+    out: list[str] = []
+    for peer in peers.values():
+        tags = (peer or {}).get("Tags") or []
+        if isinstance(tags, list) and tag in tags:
+            out += tailnet_addresses({"Self": peer}, f"{who} (a peer tagged {tag})")
+    return sorted(set(out), key=lambda a: (":" in a, a))
+
+
+def operators(h) -> list[tuple[str, list[str] | None]]:
+    """monitor_operators of host `h` (the monitor) as (name, addresses): an address as given, a
+    tag as the addresses of the peers the monitor's tailnet status lists with it now (None: no
+    peer has it, or the status cannot be read)."""
+    wanted = list(h.data.get("monitor_operators") or [])
+    out: list[tuple[str, list[str] | None]] = [
+        (a, [str(ipaddress.ip_address(a))]) for a in wanted if not a.startswith("tag:")
+    ]
+    tags = sorted({a for a in wanted if a.startswith("tag:")})
+    if tags:
+        status = h.get_fact(TailscaleStatus) or {}
+        for tag in tags:
+            out.append((tag, tagged_addresses(status, tag, h.name) or None))
+    return out
+
+
 def host_port(address: str, port: int) -> str:
     """address:port, an IPv6 address in brackets (URLs, scrape targets, listen addresses)."""
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"

@@ -34,17 +34,24 @@ def prometheus_config(
     rules_file: str,
     metrics_key_file: str,
 ) -> dict:
-    """boxes: [{"name", "address", "api_port", "ports": each replica's API port}] (the GPU hosts
-    on the tailnet); router: {"name",
+    """boxes: [{"name", "address", "api_port", "ports": each replica's API port, "relay_port": the
+    box's metrics relay}] (the GPU hosts on the tailnet); router: {"name",
     "address"} or None; others: [{"name", "address"}] (hosts with node exporter that are not
     boxes: the router's host); own: this host's tailnet address (its own exporters)."""
     every = f"{knobs['monitor_scrape_interval_s']}s"
     node_port = knobs["node_exporter_port"]
-    # one target per replica (a box with 8 cards serves two): replica 1 labelled as a box always was
+    # one target per replica (a box with 8 cards serves two): replica 1 labelled as a box always
+    # was. Scraped through the box's relay (boxtools/metricsrelay.py: /metrics/<replica> alone),
+    # never the API port; `instance` stays the replica's API address, as before the relay.
     vllm = [
         {
-            "targets": [host_port(b["address"], port)],
-            "labels": {"box": b["name"], **({"replica": str(n)} if n > 1 else {})},
+            "targets": [host_port(b["address"], b["relay_port"])],
+            "labels": {
+                "box": b["name"],
+                **({"replica": str(n)} if n > 1 else {}),
+                "instance": host_port(b["address"], port),
+                "__metrics_path__": f"/metrics/{n}",
+            },
         }
         for b in boxes
         for n, port in enumerate(b.get("ports") or [b["api_port"]], start=1)

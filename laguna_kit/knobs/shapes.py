@@ -121,6 +121,17 @@ def address() -> Check:
     return check
 
 
+def either(*checks: Check, what: str) -> Check:
+    """One of the shapes (the first that fits); else `what` the value must be."""
+
+    def check(value):
+        if any(c(value) is None for c in checks):
+            return None
+        return _text_problem(value) or f"is not {what}"
+
+    return check
+
+
 def listof(item: Check, max_items: int = 256) -> Check:
     def check(value):
         if not isinstance(value, list):
@@ -269,6 +280,8 @@ DEB_NAME = pattern(r"[a-z0-9][a-z0-9+.-]{1,63}", "a Debian package name")
 USER = pattern(r"[a-z_][a-z0-9_-]{0,31}", "a user name")
 HOSTNAME = pattern(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", "a host name", empty_ok=True)
 TAG = pattern(r"tag:[A-Za-z0-9][A-Za-z0-9-]{0,62}", "a Tailscale tag (tag:name)")
+# a tailnet peer named by its address or by a tag the tailnet gives it
+TAILNET_PEER = either(address(), TAG, what="a tailnet address or a Tailscale tag (tag:name)")
 PIN = pattern(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!-]*", "a name==version pin")
 NO_CONTROL = text()
 EMAIL = pattern(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+", "an email address", empty_ok=True)

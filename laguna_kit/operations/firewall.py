@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
+from pyinfra.facts.server import Users
 
 from ..domain import fleet
 from ..domain.box_commands import tool_command
@@ -14,28 +15,41 @@ from ..run import deploy_lock, memo
 from .files import files_synced
 
 
+def _named(hosts) -> list[tuple[str, list[str] | None]]:
+    return [(fleet.server_name(h.name), fleet.tailnet_ips(h)) for h in hosts]
+
+
 def _router(h):
-    return fleet.router_of(h.state.inventory), "this box's API"
+    router = fleet.router_of(h.state.inventory)
+    return _named([router] if router is not None else []), "this box's API", True
 
 
 def _monitor(h):
-    what = "node exporter" + (" and vLLM's /metrics" if "gpu" in fleet.roles(h) else "")
-    return fleet.monitor_of(h.state.inventory), what
+    what = "node exporter" + (" and the metrics relay" if "gpu" in fleet.roles(h) else "")
+    monitor = fleet.monitor_of(h.state.inventory)
+    return _named([monitor] if monitor is not None else []), what, True
 
 
 def _other_gpu_boxes(what):
     def pick(h):
-        return [b for b in fleet.gpu_hosts(h.state.inventory) if b.name != h.name], what
+        boxes = [b for b in fleet.gpu_hosts(h.state.inventory) if b.name != h.name]
+        return _named(boxes), what, False
 
     return pick
 
 
-# role -> (the host, or the hosts, of that role for host h; what they may reach here)
+def _operators(h):
+    return fleet.operators(h), "Prometheus and Alertmanager", False
+
+
+# role -> (the (name, tailnet addresses or None) of that role for host h; what they may reach
+# here; whether the role is one host)
 ROLES = {
     "router": _router,
     "monitor": _monitor,
     "peers": _other_gpu_boxes("the checkpoint file server"),
     "pullers": _other_gpu_boxes("the image cache"),
+    "operators": _operators,
 }
 
 
@@ -44,13 +58,15 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
     """
     The kit's firewall lets the tailnet addresses of the fleet's hosts of `role` (read from each
     now, each parsed and in the tailnet's ranges) reach what that role is let in to here, and no
-    other tailnet peer: a GPU box's API and agent (the router), node exporter and a box's /metrics
-    (the monitor), a box's checkpoint file server (the fleet's other GPU boxes, "peers"), the
-    image cache (the GPU boxes, "pullers"). A host whose address this run does not know adds none
+    other tailnet peer: a GPU box's API and agent (the router), node exporter and a box's metrics
+    relay (the monitor), a box's checkpoint file server (the fleet's other GPU boxes, "peers"),
+    the image cache (the GPU boxes, "pullers"), Prometheus and Alertmanager on the monitor host
+    (monitor_operators: addresses, and tags read from its tailnet status, "operators"). A host
+    whose address this run does not know adds none
     (fail closed: the set is emptied, never left holding an old address); the rules are loaded
     again when the set changed.
 
-    + role: router, monitor, peers or pullers (the nft sets fleet_<role>_v4/v6)
+    + role: router, monitor, peers, pullers or operators (the nft sets fleet_<role>_v4/v6)
     + kit_dir: the kit's folder on the box (laguna_firewall.py)
     + rules: the kit's rules file (it includes `peers_file`)
     + peers_file: the set elements
@@ -65,13 +81,11 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
     """
     if role not in ROLES:
         raise OperationError(f"fleet_peers_allowed: role {role!r} is not one of {sorted(ROLES)}")
-    other, what = ROLES[role](host)
-    others = other if isinstance(other, list) else [other] if other is not None else []
+    others, what, single = ROLES[role](host)
     known: list[tuple[str, list[str]]] = []
     unknown: list[tuple[str, list[str]]] = []
-    for h in others:
-        ips = fleet.tailnet_ips(h)
-        (known if ips else unknown).append((fleet.server_name(h.name), ips or []))
+    for name, ips in others:
+        (known if ips else unknown).append((name, ips or []))
     ips = sorted({a for _, a_ in known for a in a_}, key=lambda a: (":" in a, a))
     name = ", ".join(n for n, _ in known + unknown) or "?"
     missing = ", ".join(n for n, _ in unknown)
@@ -96,7 +110,7 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
             f"{host.name}: the {role} {n} is not on the tailnet or this run cannot reach it: "
             + (
                 f"no tailnet peer reaches {what} until a deploy finds the {role}"
-                if not isinstance(other, list)
+                if single
                 else f"it does not reach {what} until a deploy finds it"
             )
         )
@@ -232,4 +246,27 @@ def listeners_checked(
             f"{host.name}: firewall_close_listeners: {names} will answer only on the tailnet"
         )
     host.noop(f"no owner's listener is cut{' (acknowledged: ' + names + ')' if cut else ''}")
+    yield from ()
+
+
+@operation()
+def local_users_present(users: list[str]):
+    """
+    The users the rules let reach the monitor's own ports (monitor_local_users) exist here: nft
+    resolves each name when it loads the table, and an unknown one would fail the whole load.
+
+    + users: user names (typed by the knob's shape)
+    """
+    if not users:
+        host.noop("no local user besides Prometheus's and root")
+        return
+    known = host.get_fact(Users) or {}
+    missing = [u for u in users if u not in known]
+    if missing:
+        raise OperationError(
+            f"{host.name}: monitor_local_users names {', '.join(missing)}, not a user on this "
+            "host: create the user first (its service's package does), or take it out of the "
+            "list; nothing was changed"
+        )
+    host.noop(f"{', '.join(users)} may reach the monitor's ports from this host")
     yield from ()

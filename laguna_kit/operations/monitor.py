@@ -125,6 +125,7 @@ def scrape_targets(own: str, metrics_key: str | None) -> tuple[list, list, dict 
                     "address": address,
                     "api_port": int(h.data.api_port),
                     "ports": [r.port for r in replicas.of(h)],
+                    "relay_port": int(h.data.metrics_relay_port),
                 }
             )
         else:

@@ -192,3 +192,16 @@ def uploads(name, doc):
             dest = str(c).rsplit("> ", 1)[1].removesuffix(".laguna-new")
             out[dest] = c.connector_arguments["_stdin"].encode()
     return out
+
+
+def fleet_hosts(roles: dict[str, list[str]], data: dict | None = None) -> dict[str, FakeHost]:
+    """Hosts of one hosts file by name, each with its roles and the default knobs (no facts):
+    what a rule or plan built from the fleet's roles sees."""
+    state = SimpleNamespace(inventory=[], is_executing=True)
+    out = {}
+    for name, its_roles in roles.items():
+        h = FakeHost({}, dict(declared.defaults(), laguna_roles=its_roles, **(data or {})), state)
+        h.name = name
+        state.inventory.append(h)
+        out[name] = h
+    return out

@@ -12,8 +12,8 @@ KNOBS = declared.defaults()
 
 def config(router=True):
     boxes = [
-        {"name": "gpu-1", "address": "100.90.1.2", "api_port": 8080},
-        {"name": "gpu-2", "address": "fd7a:115c:a1e0::90:2", "api_port": 8080},
+        {"name": "gpu-1", "address": "100.90.1.2", "api_port": 8080, "relay_port": 9180},
+        {"name": "gpu-2", "address": "fd7a:115c:a1e0::90:2", "api_port": 8080, "relay_port": 9180},
     ]
     return monitoring.prometheus_config(
         boxes,
@@ -32,9 +32,14 @@ def job(cfg, name):
 
 def test_every_box_and_exporter_is_scraped_by_its_tailnet_address():
     cfg = config()
+    # vLLM's /metrics through each box's relay, never its API port (issue 37 #1)
     assert [c["targets"] for c in job(cfg, "vllm")["static_configs"]] == [
-        ["100.90.1.2:8080"],
-        ["[fd7a:115c:a1e0::90:2]:8080"],
+        ["100.90.1.2:9180"],
+        ["[fd7a:115c:a1e0::90:2]:9180"],
+    ]
+    assert [c["labels"]["instance"] for c in job(cfg, "vllm")["static_configs"]] == [
+        "100.90.1.2:8080",
+        "[fd7a:115c:a1e0::90:2]:8080",
     ]
     assert ["100.90.9.2:9100"] in [c["targets"] for c in job(cfg, "node")["static_configs"]]
     assert job(cfg, "router")["authorization"]["credentials_file"].endswith("router-metrics-key")
@@ -46,7 +51,15 @@ def test_every_box_and_exporter_is_scraped_by_its_tailnet_address():
 
 def test_each_replica_of_an_eight_card_box_is_scraped_on_its_own_port():
     cfg = monitoring.prometheus_config(
-        [{"name": "gpu-8", "address": "100.90.1.2", "api_port": 8080, "ports": [8080, 8081]}],
+        [
+            {
+                "name": "gpu-8",
+                "address": "100.90.1.2",
+                "api_port": 8080,
+                "ports": [8080, 8081],
+                "relay_port": 9180,
+            }
+        ],
         None,
         [],
         "100.90.9.2",
@@ -54,9 +67,25 @@ def test_each_replica_of_an_eight_card_box_is_scraped_on_its_own_port():
         "/etc/laguna-kit/monitor/laguna-alerts.yml",
         "/etc/laguna-kit/monitor/router-metrics-key",
     )
+    relay = "100.90.1.2:9180"
     assert job(cfg, "vllm")["static_configs"] == [
-        {"targets": ["100.90.1.2:8080"], "labels": {"box": "gpu-8"}},
-        {"targets": ["100.90.1.2:8081"], "labels": {"box": "gpu-8", "replica": "2"}},
+        {
+            "targets": [relay],
+            "labels": {
+                "box": "gpu-8",
+                "instance": "100.90.1.2:8080",
+                "__metrics_path__": "/metrics/1",
+            },
+        },
+        {
+            "targets": [relay],
+            "labels": {
+                "box": "gpu-8",
+                "replica": "2",
+                "instance": "100.90.1.2:8081",
+                "__metrics_path__": "/metrics/2",
+            },
+        },
     ]
     assert [c["targets"] for c in job(cfg, "node")["static_configs"]] == [["100.90.1.2:9100"]]
 
@@ -101,9 +130,9 @@ def test_receivers_are_the_knobs():
 
 
 def test_box_rules_let_the_monitor_alone_scrape():
-    lines = rules(fleet_router=True, monitor_ports=[8080, 9100])
-    allow = 'iifname "tailscale0" tcp dport { 8080, 9100 } ip saddr @fleet_monitor_v4 accept'
-    drop = 'iifname "tailscale0" tcp dport 9100 counter drop'
+    lines = rules(fleet_router=True, monitor_ports=["9100", "9180"])
+    allow = 'iifname "tailscale0" tcp dport { 9100, 9180 } ip saddr @fleet_monitor_v4 accept'
+    drop = 'iifname "tailscale0" tcp dport { 9100, 9180 } counter drop'
     assert (
         lines.index(allow)
         < lines.index(drop)
@@ -111,19 +140,9 @@ def test_box_rules_let_the_monitor_alone_scrape():
     )
     assert 'include "/etc/laguna-kit/firewall.d/fleet-monitor*.nft"' in lines
     # without a router the tailnet reaches the API as before, but node exporter only the monitor
-    alone = rules(fleet_router=False, monitor_ports=[8080, 9100])
+    alone = rules(fleet_router=False, monitor_ports=["9100", "9180"])
     assert alone.index(drop) < alone.index('iifname "tailscale0" ip saddr 100.64.0.0/10 accept')
     assert not any("fleet_monitor" in line for line in rules(fleet_router=False))
-
-
-def test_the_router_host_that_monitors_lets_prometheus_out_to_the_boxes():
-    lines = rules(
-        fleet_router=False, router_ports=[8080, 8091], router_users=["haproxy", "prometheus"]
-    )
-    assert (
-        'oifname "tailscale0" tcp dport { 8080, 8091 } meta skuid != { "haproxy", "prometheus" } '
-        "counter drop" in lines
-    )
 
 
 def test_the_dashboard_file_is_the_scripts_output_and_uses_only_names_that_exist():

@@ -158,6 +158,8 @@ def test_the_firewall_takes_every_replicas_port_as_nft_loads_it(tmp_path):
     one-replica and a two-replica box: `nft -c` (a check, nothing loaded) accepts the ranges."""
     import shutil
 
+    from laguna_kit.domain.firewall_rules import Guard
+
     from ..files.test_laguna_firewall_nft import RULES_BASE
 
     if not shutil.which("nft") or os.geteuid() != 0:
@@ -168,8 +170,7 @@ def test_the_firewall_takes_every_replicas_port_as_nft_loads_it(tmp_path):
     for kw in (
         dict(api_port=replicas.ports(two), fleet_router=True, monitor_ports=["8080-8081", 9100]),
         dict(
-            router_ports=replicas.port_values([8080, 8080, 8081, 8091]),
-            router_users=["root"],
+            guards=[Guard(replicas.port_values([8080, 8080, 8081, 8091]), ["root"], "HAProxy")],
             fleet_router=False,
         ),
     ):

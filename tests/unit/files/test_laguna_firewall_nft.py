@@ -14,11 +14,13 @@ RULES_BASE = dict(
     peers_glob="/etc/laguna-kit/firewall.d/*.nft",
     ssh_tailnet_only=False,
     docker_bridges=["br-0123456789ab", "docker0"],
-    router_ports=[],
-    router_users=["haproxy"],
+    bridge_drops=["8080", "8091"],
+    guards=[],
     monitor_ports=[],
-    node_exporter_port=9100,
     monitor_glob="/etc/laguna-kit/firewall.d/fleet-monitor*.nft",
+    monitor_here={},
+    operators_glob="/etc/laguna-kit/firewall.d/fleet-operators*.nft",
+    router_here=[],
     peer_files_port=0,
     peer_files_glob="/etc/laguna-kit/firewall.d/fleet-peers*.nft",
     registry_cache_port=0,
@@ -62,7 +64,9 @@ def test_docker_bridges_by_name_and_never_the_api_or_agent():
 
 
 def test_on_the_router_host_only_haproxy_reaches_the_boxes():
-    lines = rules(fleet_router=False, router_ports=[8080, 8091])
+    from laguna_kit.domain.firewall_rules import Guard
+
+    lines = rules(fleet_router=False, guards=[Guard(["8080", "8091"], ["haproxy"], "HAProxy")])
     assert (
         'oifname "tailscale0" tcp dport { 8080, 8091 } meta skuid != "haproxy" counter drop'
         in lines
