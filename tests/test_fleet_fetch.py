@@ -256,3 +256,31 @@ def test_the_cache_answers_the_fleets_gpu_boxes_alone(fleet):
     assert cache.run(
         "systemctl is-enabled docker-registry.service", check=False
     ).stdout.strip() == ("masked")
+
+
+def test_a_box_reaches_the_cache_and_its_peers_only_as_its_root_tools_do(fleet):
+    """Issue 37, the cache alone and the file servers: on a GPU box only root (Docker's daemon,
+    the kit's fetch) opens the cache's and the peers' ports, no other local user; the cache host
+    answers no tailnet peer on any other port it listens on."""
+    boxes, cache = fleet[0], fleet[1]
+    b, peer = boxes[0], boxes[1]
+
+    def as_user(user, url) -> str:
+        out = b.run(
+            f"runuser -u {user} -- curl -s -o /dev/null -w '%{{http_code}}' -m 3 {url}",
+            check=False,
+        )
+        return out.stdout.strip()
+
+    cache_url = f"http://{cache.tailnet_v4}:{CACHE_PORT}/v2/"
+    files_url = f"http://{peer.tailnet_v4}:{PORT}/"
+    assert as_user("root", cache_url) == "200" and as_user("root", files_url) != "000"
+    assert as_user("nobody", cache_url) == "000" and as_user("nobody", files_url) == "000"
+    ports = set()
+    for line in cache.run("ss -Hltn").stdout.splitlines():
+        local = line.split()[3]
+        if not local.startswith(("127.", "[::1]")):
+            ports.add(int(local.rsplit(":", 1)[1]))
+    for port in sorted(ports - {22}):
+        url = f"http://{cache.tailnet_v4}:{port}/"
+        assert curl(["ip", "netns", "exec", boxmod.TAILNET_NS], url) == "000", port

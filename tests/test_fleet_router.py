@@ -1,5 +1,6 @@
-"""The fleet router (issue 16) on harness boxes: three serving boxes and one router, deployed by
-one `pyinfra inventory.py deploy.py`, with real HAProxy from Debian's archive and real packets.
+"""The fleet router (issue 16) on harness boxes: three serving boxes and one router, which is the
+fleet's monitor too (roles = ["router", "monitor"]), deployed by one `pyinfra inventory.py
+deploy.py`, with real HAProxy and Prometheus from Debian's archive and real packets.
 
 - the router answers with a key only (401 without), streams through, and a box's API port answers
   the router alone (no answer to another tailnet peer, none off the tailnet);
@@ -42,7 +43,7 @@ def tailnet(*cmd, check=False, **kw):
 def fleet(sandbox):
     boxes = [sandbox.add_box(f"rt{i}") for i in (1, 2)]
     boxes.append(sandbox.add_box("rt3", gpus=boxmod.gpus(boxmod.RTX_3090, 8)))
-    router = sandbox.add_box("rtr", roles=["router"])
+    router = sandbox.add_box("rtr", roles=["router", "monitor"])
     first = run_deploy(sandbox, [*boxes, router], timeout=1500)
     (run_dir() / "router-first-deploy.log").write_text(first.output)
     yield boxes, router, first
@@ -194,6 +195,39 @@ def test_a_box_answers_the_router_alone(fleet):
     # its metrics and stats list every box: a tailnet peer without a key gets neither
     assert metrics_status(router, "/metrics") == "401"
     assert metrics_status(router, "/stats") == "401"
+
+
+def test_the_router_host_that_monitors_scrapes_each_replica_through_its_relay(fleet):
+    """Issue 37 #1 on ["router", "monitor"]: Prometheus sees every replica up through the box's
+    relay; on that host Prometheus reaches no box's API, HAProxy no exporter, and no other user
+    either; no tailnet peer reaches Prometheus (no monitor_operators here)."""
+    boxes, router, _ = fleet
+    targets = f"http://{router.tailnet_v4}:{KNOBS['prometheus_port']}/api/v1/targets"
+
+    def vllm_up():
+        out = router.run(f"curl -sf -m 5 {targets}", check=False)
+        active = json.loads(out.stdout or "{}").get("data", {}).get("activeTargets", [])
+        vllm = [t for t in active if t["labels"]["job"] == "vllm"]
+        return vllm if len(vllm) == 4 and all(t["health"] == "up" for t in vllm) else None
+
+    deadline = time.monotonic() + 90
+    while not (up := vllm_up()) and time.monotonic() < deadline:
+        time.sleep(2)
+    assert up, router.run(f"curl -s -m 5 {targets}", check=False).stdout[-2000:]
+    relay = KNOBS["metrics_relay_port"]
+    assert sorted(t["scrapeUrl"].split(":")[-1] for t in up) == [
+        f"{relay}/metrics/1", f"{relay}/metrics/1", f"{relay}/metrics/1", f"{relay}/metrics/2"
+    ]  # fmt: skip
+    b = boxes[2]
+    assert router_host_reaches(router, "prometheus", b.tailnet_v4, relay)
+    for port in (KNOBS["api_port"], KNOBS["api_port"] + 1, KNOBS["router_agent_port"]):
+        assert not router_host_reaches(router, "prometheus", b.tailnet_v4, port), port
+    for port in (relay, KNOBS["node_exporter_port"]):
+        assert not router_host_reaches(router, "haproxy", b.tailnet_v4, port), port
+        assert not router_host_reaches(router, "nobody", b.tailnet_v4, port), port
+    for port in (KNOBS["prometheus_port"], KNOBS["alertmanager_port"]):
+        assert not tcp_answers(router.tailnet_v4, port), port
+        assert not router_host_reaches(router, "nobody", router.tailnet_v4, port), port
 
 
 def router_host_reaches(router, user, address, port) -> bool:

@@ -1,11 +1,15 @@
-"""The fleet's monitor (issue 26) on harness boxes: two serving boxes and one host that is both the
-router and the monitor, deployed by one `pyinfra inventory.py deploy.py`, with Debian's real
-Prometheus 2.42, Alertmanager 0.25 and node exporter 1.5 (bookworm's archive) and real packets.
+"""The fleet's monitor (issue 26) on harness boxes: two serving boxes, one of them also the fleet's
+router (roles = ["gpu", "router"]), and a monitor host of its own (roles = ["monitor"]), deployed
+by one `pyinfra inventory.py deploy.py`, with Debian's real Prometheus 2.42, Alertmanager 0.25
+and node exporter 1.5 (bookworm's archive) and real packets (the router and monitor on one host:
+tests/test_fleet_router.py).
 
-- Prometheus on the tailnet sees every target up (vLLM's /metrics of each box, node exporter on
-  every host with the kit's GPU and release metrics, HAProxy's exporter, itself, Alertmanager);
-- node exporter and /metrics answer the monitor alone (no other tailnet peer), Prometheus and
-  Alertmanager answer on the tailnet only;
+- Prometheus on the tailnet sees every target up (vLLM's /metrics of each box through its relay,
+  node exporter on every host with the kit's GPU and release metrics, HAProxy's exporter, itself,
+  Alertmanager);
+- node exporter and the relay answer the monitor's Prometheus alone (no other tailnet peer, no
+  other user there), never the API; Prometheus and Alertmanager answer the operators alone
+  (monitor_operators); the box that is the router serves its clients with a key;
 - a box's container killed hard (and its unit stopped, so it stays down): LagunaBoxDown is firing
   in Alertmanager within 60 s and reaches the webhook receiver (a tailnet peer); back up, it
   resolves.
@@ -29,11 +33,14 @@ from tests.harness.sandbox import ROUTER_KEYS
 
 KNOBS = defaults()
 HOOK_PORT = 18970 + slot()  # the webhook receiver, a tailnet peer (this worker's)
+OPERATOR = boxmod.TAILNET_OPERATOR_V4
 # Faster than a real fleet's (15 s, 30 s), so the drill's 60 s holds on a loaded 2-core machine.
 DATA = {
     "monitor_scrape_interval_s": 5,
     "alert_box_down_for_s": 10,
-    "alert_webhook_url": f"http://{boxmod.TAILNET_PEER_V4}:{HOOK_PORT}/hook",
+    # a token in the receiver's URL, as Slack's and ntfy's have: a secret on the monitor host
+    "alert_webhook_url": f"http://{boxmod.TAILNET_PEER_V4}:{HOOK_PORT}/hook?token=s3cr3t-hook",
+    "monitor_operators": [OPERATOR],
 }
 
 
@@ -58,8 +65,8 @@ class Hook(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def watched(sandbox):
-    boxes = [sandbox.add_box(f"mo{i}") for i in (1, 2)]
-    edge = sandbox.add_box("moedge", roles=["router", "monitor"])
+    boxes = [sandbox.add_box("mo1", roles=["gpu", "router"]), sandbox.add_box("mo2")]
+    edge = sandbox.add_box("moedge", roles=["monitor"])
     start = time.monotonic()
     first = run_deploy(sandbox, [*boxes, edge], data=DATA, timeout=1500)
     wall = time.monotonic() - start
@@ -90,8 +97,10 @@ def serve_hook():
     HTTPServer((boxmod.TAILNET_PEER_V4, HOOK_PORT), Hook).serve_forever()
 
 
-def api(edge, port, path):
-    proc = tailnet("curl", "-sf", "--max-time", "5", f"http://{edge.tailnet_v4}:{port}{path}")
+def api(edge, port, path, source=OPERATOR):
+    """The monitor's API as an operator's laptop calls it (monitor_operators)."""
+    url = f"http://{edge.tailnet_v4}:{port}{path}"
+    proc = tailnet("curl", "-sf", "--max-time", "5", "--interface", source, url)
     return json.loads(proc.stdout) if proc.returncode == 0 else None
 
 
@@ -122,7 +131,7 @@ def until(what, seconds, every=1.0):
 
 def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watched, sandbox):
     boxes, edge, first, wall, _ = watched
-    print(f"fleet first deploy (2 boxes, router + monitor): {wall:.0f} s")
+    print(f"fleet first deploy (2 boxes, one the router, and a monitor): {wall:.0f} s")
     gate = json.loads(boxes[0].run("cat /opt/laguna-kit/state/last-gate.json").stdout)
     bench = gate["benchmark"]
     print(
@@ -178,7 +187,7 @@ def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watch
                 "5",
                 "-H",
                 f"Authorization: Bearer {ROUTER_KEYS[0]}",
-                f"http://{edge.tailnet_v4}:{KNOBS['router_metrics_port']}/metrics",
+                f"http://{boxes[0].tailnet_v4}:{KNOBS['router_metrics_port']}/metrics",
             ).stdout.splitlines()
             if "active_servers" in line or "haproxy_server_status" in line and " 1" in line
         ],
@@ -188,36 +197,126 @@ def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watch
     assert again.ok and again.changed() == [], again.changed()
 
 
-def test_the_exporters_answer_the_monitor_alone_and_the_monitor_the_tailnet_only(watched):
+def reaches(where, user, address, port, path="/") -> bool:
+    """A TCP connection and an HTTP answer from `user` on host `where` (any status)."""
+    url = f"http://{address}:{port}{path}"
+    out = where.run(
+        f"runuser -u {user} -- curl -s -o /dev/null -w '%{{http_code}}' --max-time 3 {url}",
+        check=False,
+    )
+    return out.stdout.strip() not in ("", "000")
+
+
+def peer_reaches(address, port, source=boxmod.TAILNET_PEER_V4) -> bool:
+    out = tailnet("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3",
+                  "--interface", source, f"http://{address}:{port}/")  # fmt: skip
+    return out.stdout.strip() not in ("", "000")
+
+
+def listening(h) -> set[int]:
+    """The TCP ports a host listens on beyond loopback, as ss reads them."""
+    ports = set()
+    for line in h.run("ss -Hltn", check=False).stdout.splitlines():
+        local = line.split()[3]
+        if not local.startswith(("127.", "[::1]")):
+            ports.add(int(local.rsplit(":", 1)[1]))
+    return ports
+
+
+def test_the_exporters_answer_the_monitor_alone_and_the_monitor_the_operators_alone(watched):
+    """Issue 37 #1 and #3, with real packets: Prometheus (its user on the monitor host) gets a
+    box's /metrics through the relay and nothing else of the API; no other user there reaches a
+    box at all; another tailnet peer reaches neither the boxes' exporters nor the monitor's
+    ports; the operator reaches Prometheus and Alertmanager."""
     boxes, edge, *_ = watched
-    node, prom_port = KNOBS["node_exporter_port"], KNOBS["prometheus_port"]
-    b = boxes[0]
-    # another tailnet peer: no node exporter, no /metrics (the router fronts the API)
-    for port in (node, KNOBS["api_port"]):
-        probe = f"http://{b.tailnet_v4}:{port}/metrics"
-        assert tailnet("curl", "-s", "--max-time", "3", probe).returncode != 0, port
-    # the monitor's own view of the box's node exporter (the kit's metrics among them)
-    seen = edge.run(f"curl -sf --max-time 3 http://{b.tailnet_v4}:{node}/metrics", check=False)
-    assert "laguna_gpu_query_ok 1" in seen.stdout
-    # on the monitor host Prometheus (its user) reaches /metrics on the API port; no other user
+    node, relay = KNOBS["node_exporter_port"], KNOBS["metrics_relay_port"]
+    prom_port, am_port = KNOBS["prometheus_port"], KNOBS["alertmanager_port"]
+    b = boxes[1]
     as_prom = edge.run(
-        f"runuser -u prometheus -- curl -sf --max-time 3 http://{b.tailnet_v4}:8080/metrics",
+        f"runuser -u prometheus -- curl -sf --max-time 3 http://{b.tailnet_v4}:{relay}/metrics/1",
         check=False,
     )
     assert as_prom.returncode == 0 and "vllm:num_requests_running" in as_prom.stdout
-    as_nobody = edge.run(
-        f"runuser -u nobody -- curl -s --max-time 3 http://{b.tailnet_v4}:8080/metrics",
+    seen = edge.run(f"curl -sf --max-time 3 http://{b.tailnet_v4}:{node}/metrics", check=False)
+    assert "laguna_gpu_query_ok 1" in seen.stdout
+    # Prometheus no further than /metrics: the relay serves nothing else, the API port is shut
+    assert not reaches(edge, "prometheus", b.tailnet_v4, KNOBS["api_port"], "/v1/models")
+    got = edge.run(
+        f"runuser -u prometheus -- curl -s -o /dev/null -w '%{{http_code}}' --max-time 3 "
+        f"http://{b.tailnet_v4}:{relay}/v1/models",
         check=False,
     )
-    assert as_nobody.returncode != 0
+    assert got.stdout == "404", got.stdout
+    # any other process on the monitor host: not even the exporters
+    for port in (KNOBS["api_port"], KNOBS["api_port"] + 1, relay, node, KNOBS["router_agent_port"]):
+        assert not reaches(edge, "nobody", b.tailnet_v4, port), port
+    # nor the monitor's own Alertmanager and Prometheus (silences, receivers)
+    for port in (prom_port, am_port, node):
+        assert not reaches(edge, "nobody", edge.tailnet_v4, port), port
+    assert reaches(edge, "prometheus", edge.tailnet_v4, am_port, "/-/ready")
+    # another tailnet peer: nothing of the monitor's, nothing of a box's but what it serves
+    for port in (prom_port, am_port, node):
+        assert not peer_reaches(edge.tailnet_v4, port), port
+    for port in (node, relay, KNOBS["api_port"], 29500):
+        assert not peer_reaches(b.tailnet_v4, port), port
+    # the operator: Prometheus and Alertmanager, and still not node exporter
+    assert peer_reaches(edge.tailnet_v4, prom_port, OPERATOR)
+    assert api(edge, am_port, "/api/v2/status") is not None
+    assert not peer_reaches(edge.tailnet_v4, node, OPERATOR)
     # Prometheus and Alertmanager: on the tailnet address, not on the host's ordinary one
-    ready = f"http://{edge.tailnet_v4}:{prom_port}/-/ready"
-    assert tailnet("curl", "-sf", "--max-time", "3", ready).returncode == 0
-    for port in (prom_port, KNOBS["alertmanager_port"]):
+    for port in (prom_port, am_port):
         off = f"http://{edge.address}:{port}/"
         assert boxmod.sh("curl", "-s", "--max-time", "3", off, check=False).returncode != 0
     listen = edge.run("ss -Hltn", check=False).stdout
     assert f"{edge.tailnet_v4}:{prom_port}" in listen and f"0.0.0.0:{prom_port}" not in listen
+
+
+def test_the_box_that_is_the_router_serves_its_clients_and_nothing_else(watched):
+    """Issue 37 #6: roles = ["gpu", "router"] serves tailnet clients with a key (its own API
+    and the other box's behind it), and every other listener of every host answers no other
+    tailnet peer."""
+    boxes, edge, *_ = watched
+    router = boxes[0]
+    url = f"http://{router.tailnet_v4}:{KNOBS['router_port']}/v1/models"
+    key = f"Authorization: Bearer {ROUTER_KEYS[0]}"
+    models = tailnet("curl", "-sf", "--max-time", "10", "-H", key, url)
+    assert models.returncode == 0 and '"laguna"' in models.stdout, models.stderr
+    no_key = tailnet("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", url)
+    assert no_key.stdout == "401"
+    metrics = f"http://{router.tailnet_v4}:{KNOBS['router_metrics_port']}/stats"
+    assert tailnet("curl", "-sf", "--max-time", "5", "-H", key, metrics).returncode == 0
+    clients = {KNOBS["router_port"], KNOBS["router_metrics_port"]}
+    for h in [*boxes, edge]:
+        for port in sorted(listening(h) - {22} - (clients if h is router else set())):
+            assert not peer_reaches(h.tailnet_v4, port), f"{h.name}:{port} answers a tailnet peer"
+
+
+def test_the_monitors_secrets_rest_for_its_services_alone(watched):
+    """Issue 37 #2 and #3: the receiver's URL and the router's metrics key are readable by
+    root and Prometheus's group alone; the key opens the router's metrics page, never its API;
+    no client key rests on the monitor host."""
+    boxes, edge, *_ = watched
+    folder = "/etc/laguna-kit/monitor"
+    for name in ("alertmanager.yml", "router-metrics-key"):
+        st = edge.run(f"stat -c '%a %U:%G' {folder}/{name}").stdout.strip()
+        assert st == "640 root:prometheus", (name, st)
+    assert "s3cr3t-hook" in edge.run(f"cat {folder}/alertmanager.yml").stdout
+    assert edge.run(f"runuser -u nobody -- cat {folder}/alertmanager.yml", check=False).returncode
+    held = edge.run(f"cat {folder}/router-metrics-key").stdout.strip()
+    assert held not in ROUTER_KEYS and not any(
+        k in edge.run(f"cat {folder}/*").stdout for k in ROUTER_KEYS
+    )
+    auth = f"Authorization: Bearer {held}"
+    base = f"http://{boxes[0].tailnet_v4}"
+
+    def code(url):
+        out = tailnet(
+            "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "5", "-H", auth, url
+        )
+        return out.stdout
+
+    assert code(f"{base}:{KNOBS['router_metrics_port']}/metrics") == "200"
+    assert code(f"{base}:{KNOBS['router_port']}/v1/models") == "401"
 
 
 def test_a_box_down_fires_its_alert_within_60s_reaches_the_webhook_and_resolves(watched):
@@ -384,14 +483,14 @@ def test_a_run_cut_after_writing_a_file_reacts_on_the_next_run(watched, sandbox)
     from tests.harness.cut_runs import cut_after_write
 
     boxes, edge, *_ = watched
-    box = boxes[0]
+    router, box = boxes
     key = "lgk-harness-key-three-0a1b2c3d4e5f6789"
     keys = {"LAGUNA_API_KEYS": ",".join([*ROUTER_KEYS, key])}
     data = dict(DATA, gpu_metrics_interval_s=KNOBS["gpu_metrics_interval_s"] + 4)
     timer = "laguna-gpu-metrics.timer"
 
     def answers(k) -> int:
-        url = f"http://{edge.tailnet_v4}:{KNOBS['router_port']}/v1/models"
+        url = f"http://{router.tailnet_v4}:{KNOBS['router_port']}/v1/models"
         auth = f"Authorization: Bearer {k}"
         out = tailnet("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", auth, url)
         return int(out.stdout or 0)
@@ -406,15 +505,15 @@ def test_a_run_cut_after_writing_a_file_reacts_on_the_next_run(watched, sandbox)
         return props["NeedDaemonReload"], int(props["ActiveEnterTimestamp"][1:]) >= written
 
     fleet = [*boxes, edge]
-    both = ["--limit", box.name, "--limit", edge.name]
+    both = ["--limit", box.name, "--limit", router.name]
     written = hashlib.sha256(f"Bearer {key}".encode()).hexdigest()
     assert answers(key) == 401
     # the router's key file written, its reload cut: the new key is refused
     cut_after_write(
-        sandbox, fleet, edge, r"^reload laguna-router", env=keys, data=DATA,
-        args=["--limit", edge.name],
+        sandbox, fleet, router, r"^reload laguna-router", env=keys, data=DATA,
+        args=["--limit", router.name],
     )  # fmt: skip
-    assert written in edge.run("cat /etc/laguna-kit/router-api-keys.sha256").stdout
+    assert written in router.run("cat /etc/laguna-kit/router-api-keys.sha256").stdout
     assert answers(key) == 401
     # the timer's unit written, systemd's reload cut; the router's reload made by this run
     cut_after_write(sandbox, fleet, box, r"^daemon-reload", env=keys, data=data, args=both)

@@ -191,12 +191,21 @@ def api_keys(env_name: str, file_path: str, environ=os.environ) -> list[str]:
 METRICS_KEY_PREFIX = "lgm-"
 
 
+def metrics_keys(keys: list[str]) -> list[str]:
+    """The metrics-only key of each of the fleet's keys (an HMAC: it reveals no client key), which
+    the router's metrics page accepts and its API never does. Prometheus holds the first's
+    (metrics_key): adding a key changes nothing it holds; taking its key out ends its access."""
+    return [
+        METRICS_KEY_PREFIX
+        + hmac.new(k.encode(), b"laguna-kit router metrics", hashlib.sha256).hexdigest()
+        for k in sorted(keys)
+    ]
+
+
 def metrics_key(keys: list[str]) -> str:
-    """The key the monitor's Prometheus sends to the router's metrics page: derived from the
-    fleet's keys (an HMAC: it reveals none of them, and changes when they do), and accepted by
-    the metrics page alone, never by the API. A monitor host holds this, never a client key."""
-    mac = hmac.new(sorted(keys)[0].encode(), b"laguna-kit router metrics", hashlib.sha256)
-    return METRICS_KEY_PREFIX + mac.hexdigest()
+    """The key the monitor's Prometheus sends to the router's metrics page (a monitor host
+    holds this, never a client key)."""
+    return metrics_keys(keys)[0]
 
 
 def key_hashes(keys: list[str]) -> str:

@@ -92,8 +92,8 @@ def router_configured(
 
     + config: the configuration file (the kit's own; the distribution's haproxy.cfg is left alone)
     + keys_file: sha256 of each accepted "Bearer <key>" (never the keys)
-    + metrics_keys_file: sha256 of the monitor's metrics-only key (fleet.metrics_key), accepted
-      by the metrics page alone
+    + metrics_keys_file: sha256 of each metrics-only key (fleet.metrics_keys), accepted by the
+      metrics page alone
     + unit: the router's systemd unit
     + settings: port, metrics_port, agent_port, session_header, timeout_s, queue_timeout_s,
       interval_ms, admin_socket
@@ -126,7 +126,7 @@ def router_configured(
     )
     keys = fleet.api_keys(keys_env, keys_path)
     hashes = fleet.key_hashes(keys).encode()
-    metrics_hash = fleet.key_hashes([fleet.metrics_key(keys)]).encode()
+    metrics_hash = fleet.key_hashes(fleet.metrics_keys(keys)).encode()
     unit_text = kit_file("files/laguna-router.service.j2", port=settings["port"], config=config)
     # The keys first (the running router holds its ACL in memory): the new configuration names
     # them, and is checked before it replaces the running one's.

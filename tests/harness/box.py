@@ -35,6 +35,9 @@ from .paths import build_lock, cache_dir, run_dir, tag
 TAILNET_NS = tag("lgk-tailnet")
 TAILNET_PEER_V4 = "100.100.0.1"
 TAILNET_PEER_V6 = "fd7a:115c:a1e0::1"
+# Another tailnet node in the same namespace: an operator's laptop (monitor_operators names it);
+# a client picks it as its source address (curl --interface).
+TAILNET_OPERATOR_V4 = "100.100.0.2"
 
 RTX_3090 = {
     "name": "NVIDIA GeForce RTX 3090",
@@ -97,11 +100,15 @@ def harness_ssh_key() -> Path:
 
 
 def ensure_tailnet_ns() -> None:
-    if TAILNET_NS not in sh("ip", "netns", "list").stdout.split():
+    if TAILNET_NS in sh("ip", "netns", "list").stdout.split():
+        # (a namespace an earlier harness made: the operator's address may be new to it)
+        sh("ip", "-n", TAILNET_NS, "addr", "replace", f"{TAILNET_OPERATOR_V4}/32", "dev", "lo")
+    else:
         sh("ip", "netns", "add", TAILNET_NS)
         sh("ip", "-n", TAILNET_NS, "link", "set", "lo", "up")
         sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_PEER_V4}/32", "dev", "lo")
         sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_PEER_V6}/128", "dev", "lo")
+        sh("ip", "-n", TAILNET_NS, "addr", "add", f"{TAILNET_OPERATOR_V4}/32", "dev", "lo")
         # Tailnet nodes reach each other (a fleet router and its boxes): IPv4 routed here, each
         # link answering ARP for the others' addresses, as tailscale0 delivers any peer's packets.
         for knob in (
