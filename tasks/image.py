@@ -14,7 +14,8 @@ info, _ = images.info_or_reason(d.image_registry, d.vllm_image)  # (the pre-flig
 image_digest_checked(
     name="The image is the one its registry names (a mirror cannot swap it)",
     ref=d.vllm_image,
-    expected=info.digest if info else "",
+    # a reference pinned by digest is its own expectation (Docker checks the pull against it)
+    expected=images.expected_digest(d.vllm_image, info),
     registry=d.image_registry,
 )
 image_cuda_checked(

@@ -16,7 +16,7 @@ cache_warm_waited(
     name="The fleet's image cache holds the image before the boxes pull it",
     kit_dir=cache.data.kit_dir if cache is not None else d.kit_dir,
     image=d.vllm_image,
-    digest=info.digest if info else "",
+    digest=images.expected_digest(d.vllm_image, info),
 )
 if "gpu" in fleet.roles(host):
     image_pull_started(name=f"Pull of {d.vllm_image} started on the box", ref=d.vllm_image)

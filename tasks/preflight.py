@@ -37,7 +37,12 @@ except ProfileError as exc:
 # against it, and Docker's root must hold it unless it is pulled already.
 info, unread = images.info_or_reason(d.image_registry, d.vllm_image)
 need = info[0] if info else None
-if unread:
+pulled = bool((memo.fact(host, DockerImage, ref=d.vllm_image) or {}).get("digest"))
+unpinned = images.unpinnable_problem(d.vllm_image, d.image_registry, unread)
+if unpinned and not pulled:
+    # no expected digest, no pull (fail closed): tasks/image.py checks the pull against it
+    problems.append(unpinned)
+elif unread:
     logger.warning(f"{host.name}: {unread}; a driver already on the box is judged after the pull")
 reboot = operator_inputs.reboot_reason(
     memo.fact(host, NvidiaSmiGpus), need, d.nvidia_driver_replace, d.nvidia_driver_branch
@@ -50,7 +55,6 @@ for problem in (
 ):
     if problem:
         problems.append(problem)
-pulled = bool((memo.fact(host, DockerImage, ref=d.vllm_image) or {}).get("digest"))
 image_mib = 0 if pulled or not info else int(info[1] * images.UNPACK_FACTOR) >> 20
 docker_root = (d.docker_daemon_config or {}).get("data-root") or "/var/lib/docker"
 try:

@@ -90,7 +90,7 @@ cache_warm_started(
     name=f"The cache holds {d.vllm_image} (warmed once, box-side; the boxes' pulls wait for it)",
     kit_dir=d.kit_dir,
     image=d.vllm_image,
-    digest=info.digest if info else "",
+    digest=images.expected_digest(d.vllm_image, info),
     port=d.registry_cache_port,
     store=d.registry_cache_dir,
 )

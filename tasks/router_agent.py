@@ -11,6 +11,7 @@ from laguna_kit.boxtools.layout import (
     FIREWALL_PEERS,
     FIREWALL_RULES,
     ROUTER_AGENT,
+    ROUTER_CHECKS_DIR,
     ROUTER_DRAIN,
     UNIT_DIR,
 )
@@ -30,6 +31,8 @@ if fleet.router_of(host.state.inventory) is not None:
         return {
             "api_port": r.port,
             "socket": SOCKET,
+            # the router's own checks of this replica, counted by the agent
+            "checks": f"{ROUTER_CHECKS_DIR}/{r.number}.checks",
             "drain_timeout_s": d.router_drain_timeout_s,
             "check_interval_ms": d.router_check_interval_ms,
             "replicas": len(serving),  # the socket answers each replica's check
@@ -47,7 +50,9 @@ if fleet.router_of(host.state.inventory) is not None:
             (
                 kit_file(
                     "files/laguna-router-agent@.service.j2",
-                    drain_files=[(r.number, f"{r.state_dir}/{ROUTER_DRAIN}") for r in serving],
+                    kit_dir=d.kit_dir,
+                    checks_dir=ROUTER_CHECKS_DIR,
+                    replicas=[(r.number, r.port, f"{r.state_dir}/{ROUTER_DRAIN}") for r in serving],
                 ),
                 UNIT_FILES[1],
                 "644",

@@ -90,7 +90,7 @@ DRIVER_535 = {"version": "535.261.03", "cuda": "12.2"}  # a driver a .run left, 
 
 
 def test_a_535_driver_is_refused_before_any_change_and_checked_again_before_serving(
-    make_box, deploy
+    make_box, deploy, sandbox
 ):
     b = make_box(driver=DRIVER_535)
     before = b.run("dpkg -l | md5sum; ls /etc/apt/sources.list.d").stdout
@@ -107,17 +107,28 @@ def test_a_535_driver_is_refused_before_any_change_and_checked_again_before_serv
         and b.run("dpkg -l | md5sum; ls /etc/apt/sources.list.d").stdout == before
     )
 
-    # When the registry cannot be read before the pull, the pulled image is checked before the
-    # unit starts; the stand-in toolkit's hook would refuse the container as the real one does.
+    # When the registry cannot be read, a tag is not pulled (issue 37 #4: a mirror or the
+    # fleet's cache could swap it unchecked): refused before any change, naming the way out.
     res = deploy(b, data={"image_registry": "http://127.0.0.1:9"})
-    assert not res.ok
+    assert not res.ok and res.changed() == []
     assert "cannot read vllm/vllm-openai:v0.25.1 from http://127.0.0.1:9" in res.output
+    assert 'pin the image by digest (vllm_image = "vllm/vllm-openai@sha256:' in res.output
+    assert b.run("docker image ls -q", check=False).stdout.strip() == ""
+    # Pinned by digest it is pulled (Docker checks the digest), and checked before the unit
+    # starts; the stand-in toolkit's hook would refuse the container as the real one does.
+    from laguna_kit.domain.images import image_info
+
+    digest = image_info(sandbox.host_data(b)["image_registry"], "vllm/vllm-openai:v0.25.1").digest
+    pinned = f"vllm/vllm-openai@{digest}"
+    res = deploy(b, data={"image_registry": "http://127.0.0.1:9", "vllm_image": pinned})
+    assert not res.ok
+    assert f"cannot read {pinned} from http://127.0.0.1:9" in res.output
     assert (
         "requires CUDA >= 13.0 (cuda>=13.0), the driver 535.261.03 supports CUDA 12.2" in res.output
     )
     assert b.run("test -e /etc/systemd/system/laguna-vllm.service", check=False).returncode != 0
     run = b.run(
-        "docker run --rm --gpus all --entrypoint true vllm/vllm-openai:v0.25.1",
+        f"docker run --rm --gpus all --entrypoint true {pinned}",
         check=False,
         timeout=120,
     )

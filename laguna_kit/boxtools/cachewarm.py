@@ -114,9 +114,11 @@ def uploads_size(store: str, repo: str) -> int:
 
 
 def warm(args) -> dict:
-    repo, _, tag = args.image.rpartition(":")
-    if not repo or "/" in tag:
-        raise WarmError(f"{args.image!r} is not repository:tag")
+    name, _, pinned = args.image.partition("@")
+    repo, _, tag = name.rpartition(":") if ":" in name.split("/")[-1] else (name, "", "")
+    tag = pinned or tag  # a pinned reference's manifest is asked by its digest
+    if not repo or not tag or "/" in tag:
+        raise WarmError(f"{args.image!r} is not repository:tag or repository@sha256:...")
     if "/" not in repo:
         repo = f"library/{repo}"  # Docker Hub's official images
     reg = Registry(args.cache, args.timeout_s)

@@ -47,6 +47,7 @@ ROUTER_CONFIG = f"{KIT_ETC}/haproxy.cfg"  # the kit's own (the distribution's is
 ROUTER_KEYS = f"{KIT_ETC}/router-api-keys.sha256"  # sha256 of each "Bearer <key>", never a key
 ROUTER_METRICS_KEYS = f"{KIT_ETC}/router-metrics-key.sha256"  # the monitor's key: metrics alone
 ROUTER_AGENT = "router-agent.json"  # under kit_dir: the box's API port and drain limits
+ROUTER_CHECKS_DIR = "/run/laguna-router-agent"  # <replica>.checks: the router's checks, counted
 REPLICAS = "replicas"  # under kit_dir: replica n > 1's own state folder, replicas/<n>
 
 

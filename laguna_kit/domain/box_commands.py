@@ -26,6 +26,7 @@ BOX_TOOLS = {
     "laguna_gpu_metrics.py": "gpumetrics",
     "laguna_cache_warm.py": "cachewarm",
     "laguna_metrics_relay.py": "metricsrelay",
+    "laguna_router_agent.py": "routeragent",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 

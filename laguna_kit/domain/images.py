@@ -66,10 +66,51 @@ def from_env(env: list[str] | dict) -> CudaRequirement:
     return CudaRequirement(env.get("CUDA_VERSION", ""), env.get("NVIDIA_REQUIRE_CUDA", ""))
 
 
+def parse_ref(ref: str) -> tuple[str, str, str]:
+    """(repository, tag, digest) of `repo[:tag][@sha256:...]` ("" for what it lacks; the tag is
+    "latest" when it has neither, as Docker reads it)."""
+    name, _, digest = ref.partition("@")
+    if ":" in name.split("/")[-1]:
+        repo, _, tag = name.rpartition(":")
+    else:
+        repo, tag = name, "" if digest else "latest"
+    return repo, tag, digest
+
+
+def pinned_digest(ref: str) -> str:
+    """The digest a reference pins (`repo@sha256:...`), or ""."""
+    return parse_ref(ref)[2]
+
+
+def repository(ref: str) -> str:
+    return parse_ref(ref)[0]
+
+
 def split_ref(ref: str) -> tuple[str, str]:
-    """("vllm/vllm-openai", "v0.25.1") from a Docker Hub reference (library/ for single names)."""
-    name, _, tag = ref.rpartition(":") if ":" in ref.split("/")[-1] else (ref, "", "latest")
-    return (name if "/" in name else f"library/{name}"), tag
+    """("vllm/vllm-openai", "v0.25.1") from a Docker Hub reference (library/ for single names);
+    a pinned reference's digest in place of its tag (what its manifest is asked by)."""
+    repo, tag, digest = parse_ref(ref)
+    return (repo if "/" in repo else f"library/{repo}"), digest or tag
+
+
+def expected_digest(ref: str, info: ImageInfo | None) -> str:
+    """The digest the pulled image must have: the one the reference pins, else the one its
+    registry named this run ("" when neither is known)."""
+    return pinned_digest(ref) or (info.digest if info else "")
+
+
+def unpinnable_problem(ref: str, registry: str, unread: str) -> str | None:
+    """Why nothing may be pulled: the tag's digest could not be read from its registry and the
+    reference pins none, so a pull through a mirror or the fleet's cache could not be checked
+    (fail closed). None: the digest is known."""
+    if not unread or pinned_digest(ref):
+        return None
+    return (
+        f"{unread}. Without the digest {registry} names for {ref}, an image pulled through a "
+        "mirror or the fleet's cache cannot be checked, so none is pulled: let this machine reach "
+        f'image_registry, or pin the image by digest (vllm_image = "{repository(ref)}@sha256:...", '
+        "as `docker buildx imagetools inspect` or the registry's page shows it)"
+    )
 
 
 def _bearer(client, challenge: str) -> str:

@@ -17,6 +17,7 @@ import jinja2
 from .. import KIT_ROOT
 from ..knobs.declared import checkpoint_pairs
 from ..knobs.shapes import PROFILE_FIELDS
+from . import images
 from .hub import is_pinned
 
 CONTAINER_CACHE = "/root/.cache/huggingface"  # where the recipe mounts the model cache
@@ -146,7 +147,7 @@ def render(d, image_digest: str | None = None) -> Serving:
         )
     image = get("vllm_image")
     if image_digest:
-        image = f"{image.rsplit(':', 1)[0]}@{image_digest}"
+        image = f"{images.repository(image)}@{image_digest}"
     return Serving(
         mode,
         image,

@@ -273,8 +273,9 @@ REVISION = pattern(
     r"[0-9a-f]{40}|[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a 40-hex commit, or a branch or tag name"
 )
 IMAGE = pattern(
-    r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}",
-    "an image reference repository:tag",
+    r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})",
+    "an image reference repository:tag or repository@sha256:<64 hex>",
 )
 DEB_NAME = pattern(r"[a-z0-9][a-z0-9+.-]{1,63}", "a Debian package name")
 USER = pattern(r"[a-z_][a-z0-9_-]{0,31}", "a user name")

@@ -12,6 +12,14 @@ from .failure import log
 from .run import run_gate
 
 
+def container_of(argv: list[str]) -> str | None:
+    """The container a release runs (`docker run --name NAME` in its argv)."""
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--name":
+            return value
+    return None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description="readiness + smoke + fresh long-context gate (+ DFlash check)"
@@ -58,6 +66,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--state-dir", help="with --kit-dir: a replica's own releases")
     p.add_argument("--result", help="write the JSON result here")
+    p.add_argument("--container", help="the container whose processes alone may listen on the port")
     args = p.parse_args(argv)
     if args.kit_dir:
         from ..release.store import Store  # the release manager's own layout
@@ -68,6 +77,7 @@ def main(argv=None) -> int:
             log(f"GATE FAILED: no current release to validate under {args.kit_dir}")
             return 1
         args.release = current.get("number")
+        args.container = container_of(current["spec"].get("argv") or [])
         args.mode = current["spec"].get("mode")
         for key, value in current["spec"]["gate"].items():
             setattr(args, key, value)

@@ -4,12 +4,14 @@ acceptance, and the slower-release policy; `passed` only when every check did.""
 from __future__ import annotations
 
 import time
+from urllib.parse import urlsplit
 
 import httpx
 
 from .bench import decode_figure
 from .dflash import dflash_check, spec_counters
 from .failure import GateFailure, log
+from .listener import listener_check
 from .policy import slower_check
 from .probes import long_context, smoke, wait_ready
 
@@ -24,6 +26,8 @@ def run_gate(args) -> dict:
     }
     try:
         result["ready_s"] = round(wait_ready(args.url, args.ready_timeout, args.unit), 1)
+        if getattr(args, "container", None):  # on a box: the answers are the container's own
+            listener_check(urlsplit(args.url).port or 80, args.container)
         result["smoke"] = smoke(args.url, args.model)
         log(f"smoke passed: {result['smoke']['reply']!r}")
         before = spec_counters(args.url) if args.dflash else None

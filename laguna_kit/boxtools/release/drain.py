@@ -34,16 +34,31 @@ def drain(store: Store, reason: str, by: str = "kit") -> None:
 
 
 def wait_for_the_router(agent: dict) -> None:
-    """Each agent check is one accepted connection: two after the marker, and the router has
-    seen "drain" (a check may have read the file just before it was written). The socket answers
-    for every replica of the box: two rounds of all their checks."""
+    """Two of the router's own checks of this replica after the marker (a check may have read
+    the file just before it was written): then the router has seen "drain". Counted by the agent
+    from remote addresses alone, so a local user connecting to the agent cannot cut the wait
+    short (an agent of an earlier kit, without the count: its socket's accepted connections,
+    two rounds of every replica's checks)."""
     interval = agent.get("check_interval_ms", 1000) / 1000
-    need = 2 * int(agent.get("replicas") or 1)
-    start, deadline = accepted(agent["socket"]), time.monotonic() + max(5, 4 * interval)
-    while accepted(agent["socket"]) < start + need and time.monotonic() < deadline:
+    if agent.get("checks"):
+        need, count = 2, lambda: router_checks(agent["checks"])
+    else:
+        need, count = 2 * int(agent.get("replicas") or 1), lambda: accepted(agent["socket"])
+    start, deadline = count(), time.monotonic() + max(5, 4 * interval)
+    while count() < start + need and time.monotonic() < deadline:
         time.sleep(0.1)
-    if accepted(agent["socket"]) < start + need:
+    if count() < start + need:
         system.say("the fleet router did not ask this box's agent (down?): not waiting for it")
+
+
+def router_checks(path: str) -> int:
+    """The router's checks of one replica so far (boxtools/routeragent.py counts them)."""
+    try:
+        with open(path) as fh:
+            text = fh.read().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
 
 
 def mark_drained(store: Store, reason: str, by: str = "kit") -> None:

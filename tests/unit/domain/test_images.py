@@ -93,3 +93,33 @@ def test_a_cuda_13_2_base_would_need_13_2():
     need = images.from_env({"CUDA_VERSION": "13.2.0", "NVIDIA_REQUIRE_CUDA": "cuda>=13.2"})
     assert not need.met_by("13.0") and need.met_by("13.2")
     assert images.from_env(["CUDA_VERSION=13.0.1"]).minimum == (13, 0)  # no NVIDIA_REQUIRE_CUDA
+
+
+def test_references_by_tag_by_digest_and_both():
+    digest = "sha256:" + "ab" * 32
+    assert images.parse_ref("vllm/vllm-openai:v0.25.1") == ("vllm/vllm-openai", "v0.25.1", "")
+    assert images.parse_ref(f"vllm/vllm-openai@{digest}") == ("vllm/vllm-openai", "", digest)
+    assert images.parse_ref(f"r.io:5000/v/o:t@{digest}") == ("r.io:5000/v/o", "t", digest)
+    assert images.split_ref(f"ubuntu@{digest}") == ("library/ubuntu", digest)
+    assert images.split_ref("r.io:5000/x") == ("r.io:5000/x", "latest")
+    assert images.repository(f"vllm/vllm-openai:v1@{digest}") == "vllm/vllm-openai"
+
+
+def test_no_expected_digest_no_pull():
+    """Issue 37 #4: the registry unread and the tag pinning nothing is refused, naming the fix;
+    a reference pinned by digest needs no registry read."""
+    why = images.unpinnable_problem("vllm/vllm-openai:v0.25.1", "https://r", "cannot read it")
+    assert why and 'vllm_image = "vllm/vllm-openai@sha256:' in why
+    pinned = "vllm/vllm-openai@sha256:" + "0" * 64
+    assert images.unpinnable_problem(pinned, "https://r", "cannot read it") is None
+    assert images.unpinnable_problem("vllm/vllm-openai:v0.25.1", "https://r", "") is None
+
+
+def test_the_image_knob_takes_a_digest():
+    from laguna_kit.knobs.shapes import IMAGE
+
+    digest = "sha256:" + "ab" * 32
+    for good in ("vllm/vllm-openai:v0.25.1", f"vllm/vllm-openai@{digest}", f"a/b:c@{digest}"):
+        assert IMAGE(good) is None, good
+    for bad in ("vllm/vllm-openai", "a/b@sha256:xyz", f"a/b@{digest};x", "a/b:c@md5:00"):
+        assert IMAGE(bad), bad

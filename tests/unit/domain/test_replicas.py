@@ -3,7 +3,6 @@ unit each renders, the router's servers and the agent that answers for each, and
 keeps what another replica runs."""
 
 import os
-import re
 import subprocess
 
 import jinja2
@@ -123,34 +122,21 @@ def test_the_router_has_a_server_per_replica_each_naming_it_to_the_agent():
     assert 'server box-r2 100.64.0.2:8081 maxconn 4 agent-send "2\\n"' in text
 
 
-def agent_script(drain_files) -> str:
-    """The agent's ExecStart= command line as systemd hands it to bash ($$ -> $, %% -> %)."""
+def test_the_agent_is_told_every_replicas_port_and_drain_marker():
+    """The agent answers for the replica the router names (boxtools/routeragent.py; its tests
+    run it over a socket): its unit hands it each replica's port and drain marker."""
     unit = jinja2.Template((KIT_ROOT / "files/laguna-router-agent@.service.j2").read_text()).render(
-        drain_files=drain_files
+        kit_dir="/opt/laguna-kit",
+        checks_dir="/run/laguna-router-agent",
+        replicas=[(1, 8080, "/opt/laguna-kit/router-drain"), (2, 8081, "/x/2/router-drain")],
     )
     line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
-    m = re.fullmatch(r"ExecStart=/bin/bash -c '(.*)'", line)
-    assert m, line
-    return m.group(1).replace("$$", "$").replace("%%", "%")
-
-
-def test_the_agent_answers_for_the_replica_the_router_names(tmp_path):
-    one, two = tmp_path / "one-drain", tmp_path / "two-drain"
-    script = agent_script([(1, str(one)), (2, str(two))])
-
-    def ask(sent: str) -> str:
-        return subprocess.run(
-            ["bash", "-c", script], input=sent, capture_output=True, text=True, timeout=5
-        ).stdout.strip()
-
-    two.write_text("{}")
-    assert ask("2\n") == "drain" and ask("1\n") == "ready"
-    assert ask("2\\n") == "drain"  # a router that sent the escape unexpanded
-    assert ask("") == "ready"  # a router from before replicas sends nothing: replica 1
-    assert ask("7\n") == "ready" and ask("$(touch x)\n") == "ready"  # anything else: replica 1
-    one.write_text("{}")
-    two.unlink()
-    assert ask("1\n") == "drain" and ask("2\n") == "ready" and ask("") == "drain"
+    assert line == (
+        "ExecStart=/usr/bin/python3 /opt/laguna-kit/bin/laguna_router_agent.py --checks-dir "
+        "/run/laguna-router-agent --replica 1=8080:/opt/laguna-kit/router-drain "
+        "--replica 2=8081:/x/2/router-drain"
+    )
+    assert "RuntimeDirectory=laguna-router-agent\n" in unit and "User=nobody" in unit
 
 
 def test_the_firewall_takes_every_replicas_port_as_nft_loads_it(tmp_path):

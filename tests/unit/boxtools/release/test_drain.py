@@ -70,3 +70,33 @@ def test_vllms_running_and_waiting_requests_are_what_is_in_flight(monkeypatch):
 
     monkeypatch.setattr(drain.urllib.request, "urlopen", refused)
     assert drain.in_flight(8080) == 0
+
+
+def test_the_drain_waits_for_the_routers_own_checks_not_any_connection(box, monkeypatch, capsys):
+    """Issue 37 #7: a local user connecting to the agent raises the socket's accepted count,
+    never the router's checks the agent counts: the wait is not cut short by them."""
+    import os
+
+    from laguna_kit.boxtools.release import drain
+
+    counted = os.path.join(box.kit_dir, "1.checks")
+    os.makedirs(box.kit_dir, exist_ok=True)
+    with open(counted, "w") as fh:
+        fh.write("7")
+    agent = {"api_port": 8080, "socket": "a.socket", "checks": counted, "check_interval_ms": 100}
+    clock = {"t": 0.0}
+    monkeypatch.setattr(drain.time, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(drain, "accepted", lambda unit: int(clock["t"] * 1000))  # anyone's
+    monkeypatch.setattr(drain.time, "sleep", lambda s: clock.update(t=clock["t"] + s))
+    drain.wait_for_the_router(agent)
+    assert clock["t"] >= 5 and "did not ask" in capsys.readouterr().err
+
+    def router_asks(s):
+        clock["t"] += s
+        with open(counted, "w") as fh:
+            fh.write(str(7 + int(clock["t"] * 10)))
+
+    clock["t"] = 0.0
+    monkeypatch.setattr(drain.time, "sleep", router_asks)
+    drain.wait_for_the_router(agent)
+    assert clock["t"] < 1 and "did not ask" not in capsys.readouterr().err
