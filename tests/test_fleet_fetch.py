@@ -207,7 +207,7 @@ def test_a_peer_killed_or_lying_costs_a_resume_or_a_refetch_never_a_bad_file(san
     last = [x for x in fetch_log(three) if x["repo"] == standin_hub.TARGET_REPO][-1]
     assert f"{rotten} (from {one.name})" in last["refused_from_peers"], last
     assert killed, "the drill never killed the peer mid-transfer"
-    assert any(two.name in x for x in last["left_peers"]), last
+    assert any(two.name in x for x in last.get("left_peers", [])), last
     served = hub_served()
     print(f"\nafter a lying peer and a killed one: hub served {served}, box log {last}")
     # the rotten file again from elsewhere (another peer or the hub), never served by ff3
@@ -276,6 +276,17 @@ def test_a_box_reaches_the_cache_and_its_peers_only_as_its_root_tools_do(fleet):
     files_url = f"http://{peer.tailnet_v4}:{PORT}/"
     assert as_user("root", cache_url) == "200" and as_user("root", files_url) != "000"
     assert as_user("nobody", cache_url) == "000" and as_user("nobody", files_url) == "000"
+    # a peer's file server serves verified files alone: no link followed, no record half
+    # written, no stashed revision (issue 37 #10)
+    folder = f"{TARGET}/"
+    peer.run(f"ln -sf /etc/shadow {folder}leak && echo '{{}}' > {folder}.laguna-verified.json.tmp")
+    try:
+        name = TARGET.rsplit("/", 1)[1]
+        for path in (f"{name}/leak", f"{name}/.laguna-verified.json.tmp"):
+            assert as_user("root", f"{files_url}{path}") in ("403", "404"), path
+        assert as_user("root", f"{files_url}{name}/.laguna-verified.json") == "200"
+    finally:
+        peer.run(f"rm -f {folder}leak {folder}.laguna-verified.json.tmp")
     ports = set()
     for line in cache.run("ss -Hltn").stdout.splitlines():
         local = line.split()[3]

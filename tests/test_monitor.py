@@ -38,8 +38,8 @@ OPERATOR = boxmod.TAILNET_OPERATOR_V4
 DATA = {
     "monitor_scrape_interval_s": 5,
     "alert_box_down_for_s": 10,
-    # a token in the receiver's URL, as Slack's and ntfy's have: a secret on the monitor host
-    "alert_webhook_url": f"http://{boxmod.TAILNET_PEER_V4}:{HOOK_PORT}/hook?token=s3cr3t-hook",
+    # a token in the receiver's URL, as a Slack webhook's path has: a secret on the monitor host
+    "alert_webhook_url": f"http://{boxmod.TAILNET_PEER_V4}:{HOOK_PORT}/hook/s3cr3t-hook",
     "monitor_operators": [OPERATOR],
 }
 
@@ -434,6 +434,10 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
         ('up{box="b3",job="vllm"}', "1x40"),
         ('up{box="b3",job="vllm",replica="2"}', "0x40"),
         ('laguna_gpu_query_ok{box="b3",job="node"}', "1x40"),
+        # the router sees no box UP; a box's own textfile series of the same name (job="node")
+        # must not hide it (issue 37 #9)
+        ('haproxy_server_status{job="router",proxy="laguna",server="b1",state="UP"}', "0x40"),
+        ('haproxy_server_status{job="node",proxy="laguna",server="b1",state="UP"}', "1x40"),
     ]
     doc = {
         "rule_files": ["/etc/laguna-kit/monitor/laguna-alerts.yml"],
@@ -458,6 +462,20 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
                         "eval_time": "8m",
                         "alertname": "LagunaBoxDown",
                         "exp_alerts": [expect("LagunaBoxDown", "b3", "0", job="vllm", replica="2")],
+                    },
+                    {
+                        "eval_time": "5m",
+                        "alertname": "LagunaNoBoxBehindRouter",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "severity": rules["LagunaNoBoxBehindRouter"]["labels"][
+                                        "severity"
+                                    ]
+                                },
+                                "exp_annotations": rules["LagunaNoBoxBehindRouter"]["annotations"],
+                            }
+                        ],
                     },
                     {
                         "eval_time": "8m",

@@ -10,6 +10,7 @@ import socket
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 
+from ..domain import fleet
 from ..facts.network import TailscaleStatus
 from ..run import memo, operator_inputs
 from .secrets import secret_path, with_secret
@@ -129,7 +130,8 @@ def api_exposure_checked(port: int):
     if not host.state.is_executing:
         host.noop("checked once the release serves")
         return
-    tailnet = (memo.fact(host, TailscaleStatus).get("Self") or {}).get("TailscaleIPs") or []
+    # (parsed: a probe goes to an address, never to text the box made up)
+    tailnet = fleet.tailnet_addresses(memo.fact(host, TailscaleStatus), host.name)
     ordinary = host.data.get("ssh_hostname") or host.name
     # All addresses at once: a dropped SYN costs the timeout once, not once per address.
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(tailnet) + 1) as pool:

@@ -34,7 +34,7 @@ class Peer:
         self.bad = False  # served bytes that failed the hash: never asked again in this run
         self.records: dict[str, dict] = {}  # base path -> its verification record
         self.read_at = 0.0
-        self.progress_seen: tuple[object, float] | None = None  # (its `updated`, when it changed)
+        self.progress_seen: tuple[int, float] | None = None  # (its done_bytes, when they grew)
         self.first_wait: float | None = None  # when this fetch first waited for it
         self.down_until = 0.0  # did not answer (a firewall that does not know this box yet)
 
@@ -51,6 +51,8 @@ class Sources:
         self.me = doc.get("self", "")
         self.wait_s = float(doc.get("wait_s", 60))
         self.stall_s = float(doc.get("stall_s", 15))
+        # however it says it goes on, no owner is waited for longer than this: then the hub
+        self.max_wait_s = float(doc.get("max_wait_s", 1800))
         self.session, self.timeout = session, timeout
         # Where a peer keeps this revision: its live folder, or the stash of kept revisions.
         self.bases = [quote(self.folder), f"{STASH}/{quote(self.folder)}@{revision}"]
@@ -103,9 +105,10 @@ class Sources:
         return None
 
     def owner_fetching(self, owner: Peer) -> bool:
-        """The owner still fetches this checkpoint: its progress record says "running" and keeps
-        changing (a stale record is a fetch that stopped); before its first record, for wait_s
-        from the first time this fetch waited for it (it may start a moment after this box). A
+        """The owner still fetches this checkpoint: its progress record says "running" and its
+        bytes grew within stall_s (a record kept fresh while no byte comes is a fetch that
+        stalled); before its first record, for wait_s from the first time this fetch waited for
+        it (it may start a moment after this box); never past max_wait_s of waiting for it. A
         peer that does not answer is not fetching."""
         if time.monotonic() < owner.down_until:
             return False
@@ -114,15 +117,16 @@ class Sources:
         with owner.lock:
             if owner.first_wait is None:
                 owner.first_wait = now
-        if status == 0:
+        if status == 0 or now - owner.first_wait > self.max_wait_s:
             return False
         if not isinstance(doc, dict):
             return now - owner.first_wait < self.wait_s
-        if doc.get("state") != "running":
+        done = doc.get("done_bytes")
+        if doc.get("state") != "running" or not isinstance(done, int):
             return False
         seen = owner.progress_seen
-        if seen is None or seen[0] != doc.get("updated"):
-            owner.progress_seen = (doc.get("updated"), now)
+        if seen is None or done > seen[0]:
+            owner.progress_seen = (done, now)
             return True
         return now - seen[1] < self.stall_s
 

@@ -175,3 +175,12 @@ def test_the_dashboard_file_is_the_scripts_output_and_uses_only_names_that_exist
         e = re.sub(r"\{[^}]*\}", "", e)
         names |= set(re.findall(r"(?<![\w:])((?:vllm:|laguna_|haproxy_)[a-z_:]+|up|ALERTS)\b", e))
     assert len(names) > 15 and names <= known, sorted(names - known)
+
+
+def test_the_routers_alerts_read_the_routers_series_alone():
+    """Issue 37 #9: a box's textfile series of the same name (job="node") must not silence the
+    router's alert (promtool proves it on the monitor host: tests/test_monitor.py)."""
+    rules_ = {r["alert"]: r for r in monitoring.alert_rules(KNOBS, True)["groups"][0]["rules"]}
+    for name, rule in rules_.items():
+        if "haproxy_" in rule["expr"]:
+            assert 'job="router"' in rule["expr"], name

@@ -236,3 +236,33 @@ def test_a_peer_that_does_not_answer_costs_one_timeout_not_one_per_file(hub, box
     assert summary["peer_bytes"] == 0
     # one silence of 2 s and ~2 s of download, not a silence per file (8 files: 20 s and more)
     assert took < 12, f"{took:.1f} s: the silent peer was asked again for each file"
+
+
+def test_a_peer_that_says_running_but_sends_no_byte_is_not_waited_for(monkeypatch):
+    """Issue 37 #10: a record kept fresh ("running", a new `updated` each time) with no byte
+    more is a stalled fetch after stall_s; however its bytes grow, no owner is waited for past
+    max_wait_s."""
+    from laguna_kit.boxtools.fetch import peers as peers_mod
+
+    clock = {"t": 100.0}
+    monkeypatch.setattr(peers_mod.time, "monotonic", lambda: clock["t"])
+    record = {"state": "running", "done_bytes": 10, "updated": 0}
+
+    def get_json(self, url):
+        record["updated"] += 1  # fresh every time it is read
+        return 200, dict(record)
+
+    monkeypatch.setattr(peers_mod.Sources, "_get_json", get_json)
+    doc = {"folder": "M", "peers": [{"name": "a", "url": "http://a"}], "owners": {}}
+    src = peers_mod.Sources(dict(doc, stall_s=15, max_wait_s=600), "r", None, 5)
+    owner = src.peers[0]
+    assert src.owner_fetching(owner)
+    clock["t"] += 10
+    assert src.owner_fetching(owner)  # within stall_s of its last byte
+    clock["t"] += 10
+    assert not src.owner_fetching(owner)  # fresh record, no byte for 20 s
+    record["done_bytes"] = 11
+    assert src.owner_fetching(owner)
+    clock["t"] += 600
+    record["done_bytes"] = 12
+    assert not src.owner_fetching(owner)  # past max_wait_s, though a byte came
