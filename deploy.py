@@ -51,6 +51,7 @@ if "monitor" in fleet.roles(host):
     steps.include("tasks/monitor.py")  # Prometheus + Alertmanager: every host of the run is joined
 if gpu:
     steps.include("tasks/models.py")  # waits for the download (progress every 30 s), checks it
+    steps.include("tasks/scrub.py")  # a file a peer refused from here, and a scheduled re-hash
     steps.include("tasks/image.py")
     steps.include("tasks/service.py")  # its unit requires the firewall unit
     steps.include("tasks/validate.py")

@@ -176,7 +176,8 @@ def test_a_box_answers_the_router_alone(fleet):
         assert health.stdout == "200"
         agent = router.run(
             'runuser -u haproxy -- python3 -c "import socket; s = socket.create_connection(('
-            f"'{b.tailnet_v4}', {KNOBS['router_agent_port']}), timeout=3); print(s.recv(64))\""
+            f"'{b.tailnet_v4}', {KNOBS['router_agent_port']}), timeout=3); s.sendall(b'1\\n'); "
+            'print(s.recv(64))"'
         )
         assert "ready" in agent.stdout
         # no other process of the router's host does: HAProxy's key check cannot be bypassed

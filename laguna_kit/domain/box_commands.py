@@ -27,6 +27,7 @@ BOX_TOOLS = {
     "laguna_cache_warm.py": "cachewarm",
     "laguna_metrics_relay.py": "metricsrelay",
     "laguna_router_agent.py": "routeragent",
+    "laguna_scrub.py": "fetch.scrub",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 

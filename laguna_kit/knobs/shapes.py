@@ -302,6 +302,10 @@ MODEL_NAME = pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a model name")
 CONTAINER_NAME = pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", "a container name")
 UNIT_NAME = pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,120}\.service", "a .service unit name")
 SHM_SIZE = pattern(r"[0-9]{1,6}[bkmg]?", "a size such as 16g")
+# a systemd calendar event (systemd.time(7)): "Sun *-*-* 04:00:00", "daily", "Mon..Fri 03:00"
+CALENDAR = pattern(
+    r"[A-Za-z0-9 *:,./~-]{1,64}", "a systemd calendar event (daily, Sun 04:00)", empty_ok=True
+)
 SMARTHOST = pattern(r"[A-Za-z0-9.-]+:[0-9]{1,5}", "host:port", empty_ok=True)
 OPEN_PORTS = listof(pattern(r"(tcp|udp)/[0-9]{1,5}", "tcp/PORT or udp/PORT"))
 # The owner's container environment and vLLM flags: anything but what the kit sets itself.

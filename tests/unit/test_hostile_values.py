@@ -41,6 +41,9 @@ FREE_TEXT = {
     "container_extra_env",
 }
 
+# A systemd calendar event has spaces ("Sun *-*-* 04:00:00"); systemd-analyze judges it on the box.
+SPACED = {"checkpoint_scrub_schedule"}
+
 
 def hosts_file(tmp_path, data_line: str):
     p = tmp_path / "hosts.toml"
@@ -69,6 +72,9 @@ STRING_KNOBS = sorted(k for k, v in DEFAULTS.items() if isinstance(v, str))
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_hostile_text_in_a_string_knob_is_refused_when_the_hosts_file_is_read(tmp_path, knob, kind):
     value = HOSTILE[kind]
+    if knob in SPACED and kind == "space":
+        assert problem(knob, value) is None  # systemd's own check on the box: tasks/scrub.py
+        return
     if knob in FREE_TEXT and kind not in ("newline", "oversize"):
         assert problem(knob, value) is None  # quoted wherever it goes: see below
         return
