@@ -10,7 +10,10 @@ the table loaded before (never an empty one) unless a confirmation comes in time
     laguna_firewall.py watch RULES [--every S] [--stop UNIT ...]
                                   keep the table loaded between deploys: every S seconds, a table
                                   that is gone (`nft flush ruleset`) or was changed by hand is
-                                  loaded again from RULES; if it cannot be, UNITs stop serving
+                                  loaded again from RULES; if it cannot be, UNITs stop serving;
+                                  a fleet host a deploy could not find (its set empty, a
+                                  "# rejoin" line naming it) is let in again once this box's own
+                                  tailnet status shows it (boxtools/rejoin.py)
 
 The revert is armed only for rules that can cut SSH (ssh_tailnet_only). It loads the previous
 table (or SAFE, the same rules without the SSH limit, when there was none) and writes it over RULES,
@@ -29,10 +32,13 @@ import subprocess
 import sys
 import time
 
+from .rejoin import wanted, written
+
 TABLE = ("inet", "laguna_kit")
 # Each arming is a new `<name>:<ns>` timer: systemd refuses a transient unit whose name it still
 # holds (see laguna_kit/domain/box_commands.py); the bare name is the one earlier kits used.
 REVERT_UNIT = "laguna-firewall-revert"
+REJOIN_EVERY_S = 10.0  # how often a set left empty by a deploy looks for its host
 REVERT_UNITS = [f"{REVERT_UNIT}{run}.{kind}" for run in (":*", "") for kind in ("timer", "service")]
 
 
@@ -179,14 +185,45 @@ def restore(rules: str, stop: list[str]) -> str | None:
 
 
 def watch(rules: str, every: float, stop: list[str]) -> None:
+    looked = 0.0
     while True:
         try:
             said = restore(rules, stop)
-        except (FirewallError, OSError) as exc:
+            if not said and time.monotonic() - looked >= REJOIN_EVERY_S:
+                looked = time.monotonic()
+                said = rejoined(rules)
+        except (FirewallError, OSError, ValueError) as exc:
             said = f"cannot judge the table: {exc}"
         if said:
             print(f"laguna-firewall: {said}", file=sys.stderr, flush=True)
         time.sleep(every)
+
+
+def rejoined(rules: str) -> str | None:
+    """A fleet host the last deploy could not find, back on this box's tailnet: its addresses
+    written into its set's file, the rules loaded and confirmed (None: nothing to do)."""
+    waiting = wanted(glob.glob(os.path.join(os.path.dirname(rules), "firewall.d", "*.nft")))
+    if not waiting or state(rules)["table"] != "loaded":
+        return None  # nothing waits, or a deploy or a revert is under way: theirs to finish
+    status = tailscale_status()
+    said = []
+    for path, text in written(waiting, status).items():
+        previous = open(path).read()
+        write(path, text)
+        if nft("-c", "-f", rules, check=False).returncode != 0:
+            write(path, previous)
+            continue
+        nft("-f", rules)
+        confirm(rules)
+        said.append(f"{path}: {text.splitlines()[0].split(': ', 1)[-1]} is back, let in again")
+    return "; ".join(said) or None
+
+
+def tailscale_status() -> dict:
+    proc = subprocess.run(
+        ["tailscale", "status", "--json"], capture_output=True, text=True, timeout=20
+    )
+    return json.loads(proc.stdout) if proc.returncode == 0 else {}
 
 
 def main(argv=None) -> int:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pyinfra import host, logger
 from pyinfra.api import FunctionCommand, OperationError, operation
+from pyinfra.facts.files import FileContents
 from pyinfra.facts.server import Users
 
+from ..boxtools import rejoin
 from ..domain import fleet
 from ..domain.box_commands import tool_command
-from ..facts.network import FirewallState, Listeners
+from ..facts.network import FirewallState, Listeners, TailscaleStatus
 from ..run import deploy_lock, memo
 from .files import files_synced
 
@@ -21,29 +23,29 @@ def _named(hosts) -> list[tuple[str, list[str] | None]]:
 
 def _router(h):
     router = fleet.router_of(h.state.inventory)
-    return _named([router] if router is not None else []), "this box's API", True
+    return _named([router] if router is not None else []), "this box's API", router
 
 
 def _monitor(h):
     what = "node exporter" + (" and the metrics relay" if "gpu" in fleet.roles(h) else "")
     monitor = fleet.monitor_of(h.state.inventory)
-    return _named([monitor] if monitor is not None else []), what, True
+    return _named([monitor] if monitor is not None else []), what, monitor
 
 
 def _other_gpu_boxes(what):
     def pick(h):
         boxes = [b for b in fleet.gpu_hosts(h.state.inventory) if b.name != h.name]
-        return _named(boxes), what, False
+        return _named(boxes), what, None
 
     return pick
 
 
 def _operators(h):
-    return fleet.operators(h), "Prometheus and Alertmanager", False
+    return fleet.operators(h), "Prometheus and Alertmanager", None
 
 
 # role -> (the (name, tailnet addresses or None) of that role for host h; what they may reach
-# here; whether the role is one host)
+# here; the host when the role is one host: the firewall watch lets it in again by name)
 ROLES = {
     "router": _router,
     "monitor": _monitor,
@@ -82,6 +84,7 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
     if role not in ROLES:
         raise OperationError(f"fleet_peers_allowed: role {role!r} is not one of {sorted(ROLES)}")
     others, what, single = ROLES[role](host)
+    rejoin = rejoin_line(role, single, peers_file) if single is not None else None
     known: list[tuple[str, list[str]]] = []
     unknown: list[tuple[str, list[str]]] = []
     for name, ips in others:
@@ -102,6 +105,7 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
             if unknown
             else ""
         )
+        + (f"{rejoin}\n" if rejoin else "")
     ).encode()
     for n, _ in unknown:
         # Fail closed: the addresses of a host that is gone (replaced, not yet joined) must not
@@ -109,7 +113,8 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
         logger.warning(
             f"{host.name}: the {role} {n} is not on the tailnet or this run cannot reach it: "
             + (
-                f"no tailnet peer reaches {what} until a deploy finds the {role}"
+                f"no tailnet peer reaches {what} until the {role} is back on the tailnet "
+                "(the firewall watch lets it in again) or a deploy finds it"
                 if single
                 else f"it does not reach {what} until a deploy finds it"
             )
@@ -126,6 +131,23 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
     yield from commands
     yield tool_command(kit_dir, "laguna_firewall.py", "load", rules)
     yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)
+
+
+def rejoin_line(role: str, other, peers_file: str) -> str | None:
+    """The line the firewall watch finds `other` again by (boxtools/rejoin.py): its tailnet name and
+    node key as its status gives them now; when this run cannot read them, the line an earlier
+    deploy left, else the name the hosts file gives it (tailscale_hostname, or its name)."""
+    try:
+        me = (other.get_fact(TailscaleStatus) or {}).get("Self") or {}
+    except Exception:  # noqa: BLE001 - unreachable: what the box already has
+        me = {}
+    if me.get("HostName") and me.get("PublicKey"):
+        return rejoin.rejoin_line(f"fleet_{role}", str(me["HostName"]), str(me["PublicKey"]))
+    for line in host.get_fact(FileContents, path=peers_file) or []:
+        if rejoin.REJOIN.match(line) and line.split()[2] == f"fleet_{role}":
+            return line
+    name = other.data.get("tailscale_hostname") or other.name.split(".")[0]
+    return rejoin.rejoin_line(f"fleet_{role}", name, "-")
 
 
 def reconnect(host, confirm_timeout_s: int) -> None:

@@ -11,7 +11,7 @@ from pyinfra import host, logger
 from pyinfra.api import FileUploadCommand, FunctionCommand, OperationError, operation
 
 from ..boxtools.layout import UNIT_DIR
-from ..domain import replicas
+from ..domain import fleet, replicas
 from ..domain.box_commands import release_command, transient
 from ..domain.profiles import render_release
 from ..facts.docker import DockerImage, digest_of
@@ -225,9 +225,10 @@ def refuse_after_a_failed_gate(state, host) -> None:
 @operation()
 def roll_unbroken():
     """
-    No box's gate failed earlier in this run (a `--serial` roll): otherwise this box refuses
-    before anything on it changes, so a release that failed its gate goes no further, whatever
-    pyinfra's "continue?" prompt was answered.
+    No box's gate failed earlier in this run (a `--serial` roll), no host of the run failed, and
+    the router this run reached is still there: otherwise this box refuses before anything on it
+    changes, so a release goes no further than a failure, whatever pyinfra's "continue?" prompt
+    was answered, and no box is restarted while its router is away.
 
     **Example:**
 
@@ -239,16 +240,16 @@ def roll_unbroken():
     if not host.state.is_executing:
         host.noop("checked as the run reaches this box")
         return
-    failed = [name for name in gate_failures.failed_gates(host.state) if name != host.name]
-    if failed:
-        why = (
-            f"{host.name}: the gate failed on {', '.join(failed)} earlier in this run: the roll "
-            "stops here and this box was not touched (it serves what it served). Read the failed "
-            "box's gate (tasks/status.py, tasks/logs.py), fix, and run again"
+    why = gate_failures.roll_stoppers(host.state, host, fleet.router_of(host.state.inventory))
+    if why:
+        text = (
+            f"{host.name}: {'; '.join(why)} earlier in this run: the roll stops here and this box "
+            "was not touched (it serves what it served). Read the failed host's output (a gate: "
+            "tasks/status.py, tasks/logs.py), fix, and run again"
         )
-        logger.error(why)  # pyinfra's prompt mode shows no text of an error raised here
-        raise OperationError(why)
-    host.noop("no gate failed earlier in this run")
+        logger.error(text)  # pyinfra's prompt mode shows no text of an error raised here
+        raise OperationError(text)
+    host.noop("no gate or host failed earlier in this run")
     yield from ()
 
 

@@ -7,7 +7,8 @@ Operation case: {"args": {kwargs}, "facts": {"<module>.<Fact>": value, or {"k=v,
                  for a fact asked with arguments}, "data": {host data}, "env": {control env},
                  "executing": bool (default true), "inventory": [{"name", "data", "facts"}]
                  (the other hosts of the run, for fleet operations; data on top of group_data),
-                 "state": {attributes of the run's state}}
+                 "state": {attributes of the run's state}}; a fact whose value is
+                 {"__fails__": why} fails its host as pyinfra does when it cannot be read.
                 and one of "commands": [...], "noop": "text the no-op starts with",
                 "exception": {"name": "OperationError", "message": "text it contains"}.
 Commands are compared as strings; an upload as {"upload": dest}, one fed a secret on stdin as
@@ -110,6 +111,11 @@ class FakeHost:
         if key not in self.facts:
             raise AssertionError(f"the fixture has no fact {key} (asked with {kwargs})")
         value = self.facts[key]
+        if isinstance(value, dict) and "__fails__" in value:
+            # what pyinfra does when a host cannot answer a fact (a lost connection, a reboot):
+            # the host fails in the run's state and the fact gives its default
+            self.state.failed_hosts.add(self)
+            return cls().default()
         if kwargs:
             arg_key = ",".join(f"{k}={v}" for k, v in sorted(kwargs.items()))
             if not isinstance(value, dict) or arg_key not in value:
@@ -161,6 +167,16 @@ def operation_output(name: str, case: dict):
         h = FakeHost(other.get("facts", {}), dict(declared.defaults(), **other["data"]), state)
         h.name = other["name"]
         state.inventory.append(h)
+    # pyinfra's own sets of hosts (named in the fixture: "failed_hosts": ["gpu-1"]); every host of
+    # the inventory connected at the start unless the fixture says which did
+    hosts = {h.name: h for h in state.inventory}
+    named = {k: case.get("state", {}).get(k) for k in ("failed_hosts", "activated_hosts")}
+    state.failed_hosts = {hosts[n] for n in named["failed_hosts"] or ()}
+    state.activated_hosts = (
+        set(hosts.values())
+        if named["activated_hosts"] is None
+        else {hosts[n] for n in named["activated_hosts"]}
+    )
     with ctx_state.use(state), ctx_host.use(host):
         commands = list(op._inner(**args))
     return commands, host.noops
