@@ -212,6 +212,19 @@ def test_a_peer_killed_or_lying_costs_a_resume_or_a_refetch_never_a_bad_file(san
     print(f"\nafter a lying peer and a killed one: hub served {served}, box log {last}")
     # the rotten file again from elsewhere (another peer or the hub), never served by ff3
     assert three.run(f"ls {TARGET}/.laguna-quarantine").stdout.count(rotten) == 1
+    # ff1 was outside the run: the run named it and the file (issue 37 #12)
+    assert f"{rotten} from the fleet box {one.name} failed its hash here" in res.output
+    # its own deploy re-verifies what ff3 refused, quarantines the rotten shard and fetches it
+    # again in the same run
+    mend = run_deploy(
+        sandbox, [one, two, three, cache], DEPLOY, data=data, args=["--limit", one.name]
+    )
+    assert mend.ok, mend.explain()
+    target_ok(sandbox, one)
+    assert one.run(f"ls {TARGET}/.laguna-quarantine").stdout.count(rotten) == 1
+    assert any("Files a fleet box refused from this one" in n for n in mend.changed(one.name))
+    # judged once (the ledger on the box; a converged re-run: the operation's fixtures)
+    assert rotten in one.run("cat /opt/laguna-kit/state/peer-refusals.json").stdout
 
 
 def test_the_boxes_pull_the_image_through_the_cache(fleet):

@@ -10,6 +10,8 @@ run cannot read is no source.
 
 from __future__ import annotations
 
+import re
+
 from . import fleet
 
 
@@ -69,3 +71,35 @@ def peer_files_on(host) -> bool:
         and not d.checkpoint_mirror
         and len(fleet.gpu_hosts(host.state.inventory)) > 1
     )
+
+
+# "<path> (from <peer>, <peer>)": how a box's fetch notes a file whose peer bytes failed their hash
+# (boxtools/fetch/transfer.py), in its progress record's refused_from_peers
+REFUSAL = re.compile(r"^(?P<path>[^()]+) \(from (?P<names>[^()]+)\)$")
+
+
+def refusals(records: dict[str, list[dict]], files: dict[str, set[str]]) -> list[dict]:
+    """Each file a box of the fleet refused from a peer, from each box's fetch progress records
+    (`records`: host name -> records): {"by", "from", "repo", "path", "id"}. A path that is not a
+    file of that checkpoint (`files`: repo -> paths) is ignored: what a box writes reaches a
+    command only as a name the control machine already knows."""
+    out = []
+    for by, recs in sorted(records.items()):
+        for rec in recs if isinstance(recs, list) else []:
+            repo = str(rec.get("repo")) if isinstance(rec, dict) else ""
+            noted = rec.get("refused_from_peers") if repo in files else None
+            for text in noted if isinstance(noted, list) else []:
+                m = REFUSAL.match(text) if isinstance(text, str) else None
+                if m is None or m["path"] not in files[repo]:
+                    continue
+                for peer in m["names"].split(", "):
+                    out.append(
+                        {
+                            "by": by,
+                            "from": peer,
+                            "repo": repo,
+                            "path": m["path"],
+                            "id": f"{by} {rec.get('started')} {repo} {m['path']}",
+                        }
+                    )
+    return out

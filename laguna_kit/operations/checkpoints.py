@@ -16,12 +16,13 @@ from pyinfra.api import (
     StringCommand,
     operation,
 )
+from pyinfra.facts.files import FileContents
 from pyinfra.facts.server import Command
 
 from ..boxtools.layout import RUN_DIR, SECRETS_DIR
-from ..domain import hub, peer_fetch_plan
+from ..domain import fleet, hub, peer_fetch_plan
 from ..domain.box_commands import running, systemd_run, tool_command, transient
-from ..facts.checkpoints import CheckpointState
+from ..facts.checkpoints import CheckpointState, DownloadProgress
 from ..run import download_progress, interrupt
 from .secrets import secret_path
 
@@ -30,8 +31,8 @@ def _memory(state) -> dict:
     """What this run (pyinfra's state) knows of its downloads, as (host, unit) pairs:
     "started": started or found running, so the models step waits for that one instead of
     starting another (set when the command runs, not when the plan is made); "verified": found
-    verified when the download step executed; nothing later in the run changes them, so later
-    steps need not look again."""
+    verified when the download step executed; later steps need not look again, but a box that
+    re-verified files a peer refused (peer_refusals_scrubbed) forgets both, to fetch anew."""
     mem = getattr(state, "laguna_downloads", None)
     if mem is None:
         mem = {"started": set(), "verified": set()}
@@ -302,3 +303,74 @@ def checkpoint_synced(
         yield from f.prepared()
     yield from f.started(keep_finished=started_here)
     yield from f.waited()
+
+
+@operation()
+def peer_refusals_scrubbed(ckpts: list, model_dir: str, kit_dir: str):
+    """
+    The files a fleet box refused from this one (their bytes failed the hash there) are re-hashed
+    here against this box's record in the same run: one that rotted on disk is quarantined and
+    leaves the record, so no peer takes it from here again and the fetch that follows brings it
+    back; a sound one stays. Each refusal is judged once (kit_dir/state/peer-refusals.json). A box
+    that refused a file from a host outside this run (`--limit`) says which, and what to run.
+
+    + ckpts: this box's checkpoints (hub.Checkpoint)
+    + model_dir: the folder their folders are in
+    + kit_dir: the kit's folder on the box
+
+    **Example:**
+
+    .. code:: python
+
+        peer_refusals_scrubbed(name="Files a peer refused from here, re-verified",
+                               ckpts=[target, drafter], model_dir="/models",
+                               kit_dir="/opt/laguna-kit")
+    """
+    files = {c.repo: {f.path for f in c.files} for c in ckpts}
+    records = {}
+    for other in fleet.gpu_hosts(host.state.inventory):
+        try:
+            records[other.name] = other.get_fact(DownloadProgress) or []
+        except Exception as exc:  # noqa: BLE001 - a box this run cannot read refused nothing known
+            logger.warning(f"{other.name}: cannot read its fetch records ({exc})")
+    found = peer_fetch_plan.refusals(records, files)
+    active = {h.name for h in host.state.active_hosts}
+    for r in found:
+        if r["by"] == host.name and r["from"] not in active:
+            logger.warning(
+                f"{host.name}: {r['path']} from the fleet box {r['from']} failed its hash here; "
+                f"{r['from']} is not in this run: deploy it too (it re-verifies that file and "
+                "fetches it again if it rotted)"
+            )
+    ledger = f"{kit_dir}/state/peer-refusals.json"
+    checked = _judged(host.get_fact(FileContents, path=ledger))
+    mine = [r for r in found if r["from"] == host.name]
+    todo = [r for r in mine if r["id"] not in checked]
+    if not todo:
+        host.noop("no fleet box refused a file from this one since it was last re-verified")
+        return
+    for c in ckpts:
+        paths = sorted({r["path"] for r in todo if r["repo"] == c.repo})
+        if paths:
+            args = ["--dest", f"{model_dir}/{c.folder}"] + [w for p in paths for w in ("--file", p)]
+            # (1: a file rotted and was quarantined, as expected here; more is an error)
+            yield f"{tool_command(kit_dir, 'laguna_scrub.py', *args)}; [ $? -le 1 ]"
+            yield FunctionCommand(_forget, (f"laguna-fetch-{c.folder}",), {})
+    ids = json.dumps(sorted({r["id"] for r in mine}))
+    yield f"printf '%s\\n' {shlex.quote(ids)} > {shlex.quote(ledger)}"
+
+
+def _forget(state, host, unit: str) -> None:
+    """This run's download memory of `unit` on `host` is gone: the next checkpoint_synced judges
+    the folder from the box again (and starts a fetch for what the scrub quarantined)."""
+    for kind in ("started", "verified"):
+        _memory(state)[kind].discard((host.name, unit))
+
+
+def _judged(lines) -> set[str]:
+    """The refusals already judged on this box (its ledger; anything but a list of text: none)."""
+    try:
+        doc = json.loads("\n".join(lines or []) or "[]")
+    except ValueError:
+        return set()
+    return {x for x in doc if isinstance(x, str)} if isinstance(doc, list) else set()

@@ -21,4 +21,5 @@ if gpu:
 steps.include("tasks/image_pull.py")
 if gpu:
     steps.include("tasks/models.py")
+    steps.include("tasks/scrub.py")  # a file a peer refused from a box: re-verified, mended
     steps.include("tasks/image.py")

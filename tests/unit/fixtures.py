@@ -86,6 +86,7 @@ ARG_TYPES = {
     "ckpt": lambda v: hub.Checkpoint(
         v["repo"], v["commit"], tuple(hub.HubFile(**f) for f in v["files"])
     ),
+    "ckpts": lambda v: [ARG_TYPES["ckpt"](c) for c in v],
     "knobs": lambda v: dict(declared.defaults(), **v),
     "files": lambda v: [(text.encode(), dest, mode) for text, dest, mode in v],
 }
@@ -171,6 +172,10 @@ def operation_output(name: str, case: dict):
     # the inventory connected at the start unless the fixture says which did
     hosts = {h.name: h for h in state.inventory}
     named = {k: case.get("state", {}).get(k) for k in ("failed_hosts", "activated_hosts")}
+    active = case.get("state", {}).get("active_hosts")  # the run's hosts (--limit) not failed
+    state.active_hosts = {host} | (
+        set(hosts.values()) if active is None else {hosts[n] for n in active if n in hosts}
+    )
     state.failed_hosts = {hosts[n] for n in named["failed_hosts"] or ()}
     state.activated_hosts = (
         set(hosts.values())

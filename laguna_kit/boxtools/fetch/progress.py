@@ -19,6 +19,9 @@ class Progress:
         self.path, self.repo = path, repo
         self.total, self.done, self.files, self.files_done = total, done, files, 0
         self.retries, self.last_error = 0, ""
+        # "<path> (from <peer>, ...)" of each file a peer gave bad bytes of: the deploy has that
+        # peer re-verify its copy in the same run (operations/checkpoints.py)
+        self.refused: list[str] = []
         self.started = time.time()
         self.window = [(time.monotonic(), done)]  # (time, done) samples for the rate
         self.written = 0.0
@@ -79,6 +82,7 @@ class Progress:
             "files": self.files,
             "retries": self.retries,
             "last_error": self.last_error,
+            "refused_from_peers": list(self.refused),
             "started": round(self.started, 3),
             "updated": round(time.time(), 3),
             "last_byte": round(self.last_byte, 3),

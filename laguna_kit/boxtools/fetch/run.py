@@ -230,6 +230,7 @@ def sync(args) -> dict:
         shutil.rmtree(os.path.join(dest, PARTIAL), ignore_errors=True)
         if uploaded:
             shutil.rmtree(uploaded, ignore_errors=True)
+        progress.refused = list(counter.get("refused_from_peers", []))
         progress.maybe_write(force=True, state="verified")
         check_index(dest, manifest)
         save(index_checked=True)  # only once the index matched: a failed check is never a no-op
