@@ -23,8 +23,8 @@ PANELS = [
         ("sum by (box) (rate(vllm:generation_tokens_total[1m]))", "{{box}}"),
     ]),
     ("Decode tok/s per request vs the release's recorded figure", "none", [
-        ("sum by (box) (rate(vllm:inter_token_latency_seconds_count[5m])) / sum by (box) "
-         "(rate(vllm:inter_token_latency_seconds_sum[5m]))", "{{box}} live"),
+        ("sum by (box) (rate(vllm:request_time_per_output_token_seconds_count[5m])) / sum by "
+         "(box) (rate(vllm:request_time_per_output_token_seconds_sum[5m]))", "{{box}} live"),
         ("max by (box) (laguna_release_decode_tok_s)", "{{box}} recorded at the gate"),
     ]),
     ("Time to first token, p50 / p95", "s", [

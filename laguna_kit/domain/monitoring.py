@@ -6,7 +6,9 @@ rules file, files/laguna-alerts.rules.yml, rendered with the knobs' values and r
 
 Metric names: vLLM's V1 engine (vllm/v1/metrics/loggers.py, docs/design/metrics.md, v0.25.1):
 vllm:num_requests_running/_waiting, vllm:kv_cache_usage_perc (0-1), vllm:generation_tokens_total,
-vllm:time_to_first_token_seconds and vllm:inter_token_latency_seconds (histograms); HAProxy's
+vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds (one per engine step: several
+tokens under DFlash) and vllm:request_time_per_output_token_seconds (one per request: the decode
+speed the alert reads) (histograms); HAProxy's
 built-in exporter (haproxy_server_status: a box UP at the router; its
 haproxy_backend_active_servers read 0 with both boxes UP on Debian's 2.6.12, seen on the harness);
 node exporter; and the kit's own laguna_* from node exporter's textfile collector

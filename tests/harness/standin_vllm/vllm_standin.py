@@ -26,8 +26,9 @@ Takes the same command line the kit gives the real image (``<model> --flag value
   with their types and labels (vLLM v0.25.1 vllm/v1/metrics/loggers.py, docs/design/metrics.md):
   ``vllm:kv_cache_usage_perc`` (gauge, 0-1), ``vllm:request_success_total`` (counter, label
   finished_reason), histograms ``vllm:time_to_first_token_seconds``,
-  ``vllm:inter_token_latency_seconds`` and ``vllm:e2e_request_latency_seconds`` with vLLM's
-  buckets.
+  ``vllm:inter_token_latency_seconds`` (one per engine step: several tokens under a drafter),
+  ``vllm:request_time_per_output_token_seconds`` (one per request) and
+  ``vllm:e2e_request_latency_seconds`` with vLLM's buckets.
 """
 
 import json
@@ -131,6 +132,14 @@ ITL = Histogram(
     [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
      20.0, 40.0, 80.0],
 )  # fmt: skip
+# Observed once per finished request: its decode time over its tokens after the first (vLLM
+# v0.25.1 vllm/v1/metrics/stats.py update_from_finished_request: mean_time_per_output_token =
+# decode_time / (num_generation_tokens - 1), 0 for a one-token answer; loggers.py observes it).
+TPOT = Histogram(
+    "vllm:request_time_per_output_token_seconds",
+    [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+     20.0, 40.0, 80.0],
+)  # fmt: skip
 E2E = Histogram(
     "vllm:e2e_request_latency_seconds",
     [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
@@ -163,6 +172,15 @@ def reply_for(prompt_text):
     if marker in prompt_text:
         return prompt_text.split(marker, 1)[1].strip()
     return "Stand-in reply from the laguna-kit test harness."
+
+
+def tokens_per_step() -> int:
+    """Tokens one engine step gives a request: 1 without a drafter; with DFlash the accepted
+    drafts + 1 (k=7 at the recipe's ~62 % acceptance: 5)."""
+    if not SPEC:
+        return 1
+    k = int(SPEC.get("num_speculative_tokens", 1))
+    return 1 + int(k * float(faults().get("accept_rate", 0.62)))
 
 
 def account(gen_tokens):
@@ -242,6 +260,7 @@ class Handler(BaseHTTPRequestHandler):
                 f'vllm:request_success_total{{{labels},finished_reason="length"}} {s["success"]}.0',
                 *TTFT.lines(labels),
                 *ITL.lines(labels),
+                *TPOT.lines(labels),
                 *E2E.lines(labels),
             ]
             if SPEC:
@@ -354,9 +373,13 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             took = time.monotonic() - t_start
             TTFT.observe(delay)
-            if n_out > 1:
-                for _ in range(n_out - 1):
-                    ITL.observe(delay)
+            # vLLM observes the inter-token latency once per engine step of a request
+            # (stats.py: inter_token_latencies_iter), however many tokens the step gave: with a
+            # drafter a step gives the accepted drafts + 1, so the count is steps, not tokens
+            per_step = tokens_per_step()
+            for _ in range(-(-(n_out - 1) // per_step) if n_out > 1 else 0):
+                ITL.observe(delay * per_step)
+            TPOT.observe(delay if n_out > 1 else 0.0)
             E2E.observe(took)
             with LOCK:
                 STATE["in_kv"] -= prompt_tokens + n_out

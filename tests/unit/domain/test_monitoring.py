@@ -109,6 +109,9 @@ def test_the_alerts_the_fleet_needs_with_the_knobs_thresholds():
     assert rules_["LagunaGPUHot"]["expr"].endswith("> 85")
     assert "0.7 * max by (box) (laguna_release_decode_tok_s)" in rules_["LagunaDecodeSlow"]["expr"]
     assert rules_["LagunaDecodeSlow"]["for"] == "900s"
+    # per token, not per engine step: under DFlash a step gives several tokens (issue 38 #2)
+    assert "vllm:request_time_per_output_token_seconds" in rules_["LagunaDecodeSlow"]["expr"]
+    assert "inter_token" not in rules_["LagunaDecodeSlow"]["expr"]
     hot = dict(KNOBS, alert_gpu_temp_c=80)
     hot_rules = monitoring.alert_rules(hot, False)["groups"][0]["rules"]
     assert next(r for r in hot_rules if r["alert"] == "LagunaGPUHot")["expr"].endswith("> 80")
