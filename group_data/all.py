@@ -234,6 +234,7 @@ alert_waiting_requests: integer(0, 100000) = 4  # more requests waiting than thi
 alert_gpu_temp_c: integer(30, 120) = 85  # a card hotter than this for 2 min (a 3090 slows itself near 90): alert
 alert_gpu_memory_ratio: number(0, 1) = 0.98  # a card's memory fuller than this (vLLM takes 0.87 by design): alert
 alert_disk_free_ratio: number(0, 1) = 0.10  # model_dir or Docker's root with less free than this: alert
+alert_metrics_stale_s: integer(60, 86400) = 300  # the kit's GPU/release/disk textfile not rewritten for this long (20 x gpu_metrics_interval_s): its collector is dead, alert
 alert_decode_ratio: number(0, 1) = 0.7  # live decode below this x the release's recorded figure for 15 min: alert
 alert_webhook_url: url(empty_ok=True) = ""  # Alertmanager POSTs alerts here (JSON; Slack/ntfy/Matrix bridges take it); "" = none
 alert_email_to: EMAIL = ""  # and/or mails them to this address ("" = no mail)

@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from laguna_kit import KIT_ROOT
+from laguna_kit.boxtools.layout import TEXTFILE_DIR
 from laguna_kit.knobs.declared import defaults
 from tests.harness import box as boxmod
 from tests.harness.deployrun import run_deploy
@@ -34,6 +35,7 @@ from tests.harness.sandbox import ROUTER_KEYS
 KNOBS = defaults()
 HOOK_PORT = 18970 + slot()  # the webhook receiver, a tailnet peer (this worker's)
 OPERATOR = boxmod.TAILNET_OPERATOR_V4
+PROM = f"{TEXTFILE_DIR}/laguna.prom"  # the kit's textfile (tasks/metrics.py)
 # Faster than a real fleet's (15 s, 30 s), so the drill's 60 s holds on a loaded 2-core machine.
 DATA = {
     "monitor_scrape_interval_s": 5,
@@ -169,6 +171,10 @@ def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watch
         .stdout,
     )
     assert len(until_n(edge, "laguna_gate_passed == 1", 2, 20)) == 2
+    # the age of the kit's textfile as Debian's node exporter names it: the stale-metrics alert's
+    # selector matches every box's file (issue 38 #7)
+    ages = prom(edge, 'time() - node_textfile_mtime_seconds{file=~"(.*/)?laguna\\.prom"}')
+    assert len(ages) == 2 and all(float(r["value"][1]) < 120 for r in ages), ages
     assert len(prom(edge, "vllm:kv_cache_usage_perc")) == 2
     both_up = 'sum(haproxy_server_status{proxy="laguna",state="UP"})'
     # (a scrape taken while the router's checks still came up says 1: wait for the second box)
@@ -408,6 +414,7 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
             ("{{ $labels.box }}", box),
             ("{{ $value | humanize }}", value),
             ("{{ $value | humanizePercentage }}", value),
+            ("{{ $value | humanizeDuration }}", value),
         ):
             summary = summary.replace(template, text)
         if "replica" in labels:
@@ -444,6 +451,10 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
         # must not hide it (issue 37 #9)
         ('haproxy_server_status{job="router",proxy="laguna",server="b1",state="UP"}', "0x40"),
         ('haproxy_server_status{job="node",proxy="laguna",server="b1",state="UP"}', "1x40"),
+        # b1's collector stopped at t=0 (node exporter goes on serving its last file); b2's
+        # file is rewritten every minute (issue 38 #7)
+        (f'node_textfile_mtime_seconds{{box="b1",job="node",file="{PROM}"}}', "0x40"),
+        (f'node_textfile_mtime_seconds{{box="b2",job="node",file="{PROM}"}}', "0+60x40"),
     ]
     doc = {
         "rule_files": ["/etc/laguna-kit/monitor/laguna-alerts.yml"],
@@ -481,6 +492,13 @@ def test_the_alert_expressions_fire_on_the_series_they_describe(watched):
                                 },
                                 "exp_annotations": rules["LagunaNoBoxBehindRouter"]["annotations"],
                             }
+                        ],
+                    },
+                    {
+                        "eval_time": "10m",
+                        "alertname": "LagunaMetricsStale",
+                        "exp_alerts": [
+                            expect("LagunaMetricsStale", "b1", "10m 0s", job="node", file=PROM)
                         ],
                     },
                     {

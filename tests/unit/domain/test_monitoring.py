@@ -112,6 +112,9 @@ def test_the_alerts_the_fleet_needs_with_the_knobs_thresholds():
     # per token, not per engine step: under DFlash a step gives several tokens (issue 38 #2)
     assert "vllm:request_time_per_output_token_seconds" in rules_["LagunaDecodeSlow"]["expr"]
     assert "inter_token" not in rules_["LagunaDecodeSlow"]["expr"]
+    # a collector that stopped is noticed: node exporter would serve its last file forever
+    stale = rules_["LagunaMetricsStale"]["expr"]
+    assert stale.startswith("time() - node_textfile_mtime_seconds{") and stale.endswith("> 300")
     hot = dict(KNOBS, alert_gpu_temp_c=80)
     hot_rules = monitoring.alert_rules(hot, False)["groups"][0]["rules"]
     assert next(r for r in hot_rules if r["alert"] == "LagunaGPUHot")["expr"].endswith("> 80")
