@@ -216,7 +216,7 @@ router_drain_timeout_s: integer(0, 86400) = 300  # before a kit restart: how lon
 # --- image cache: the fleet's pull-through registry on the host with roles = ["cache"] -----------
 registry_cache_port: PORT = 5000  # Debian's docker-registry as a pull-through cache of registry_cache_upstream; the GPU boxes' Docker pulls through it (first mirror), tailnet, fleet GPU boxes alone
 registry_cache_upstream: url() = "https://registry-1.docker.io"  # the registry it caches: Docker Hub, where vllm_image is (Docker uses a mirror for Docker Hub images only)
-registry_cache_dir: box_path() = "/var/lib/laguna-kit/registry-cache"  # on the cache host: the cached layers (~10 GB for the image; kept a week after the last pull, the registry's proxy default)
+registry_cache_dir: box_path() = "/var/lib/laguna-kit/registry-cache"  # on the cache host: the cached layers (~10 GB for the image; a blob is kept 7 days after it was first fetched from upstream, then fetched again: the registry's proxy default, registry/proxy/proxyblobstore.go)
 
 # --- monitor: Prometheus + Alertmanager on the host with roles = ["monitor"] (tasks/monitor.py) ---
 node_exporter_port: PORT = 9100  # node exporter (the distribution's) on every host, with the kit's GPU and release metrics; only the monitor reaches it
