@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import time
 from dataclasses import dataclass
 
 from ..boxtools.names import UnsafeName, safe_name  # the box tools' own rule, one place
@@ -60,7 +61,7 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
 
     api = HfApi(endpoint=endpoint, token=token_from_env(token_var) or False)
     try:
-        info = api.model_info(repo, revision=revision, files_metadata=True)
+        info = with_retries(lambda: api.model_info(repo, revision=revision, files_metadata=True))
     except GatedRepoError:
         raise HubError(f"{repo} at {endpoint} needs a token with access: set {token_var}") from None
     except RepositoryNotFoundError:
@@ -68,13 +69,25 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
     except RevisionNotFoundError:
         raise HubError(f"{repo} has no revision {revision!r} at {endpoint}") from None
     except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status == 401:
+            raise HubError(
+                f"the hub at {endpoint} refused the token in {token_var} (HTTP 401) for {repo}: "
+                "check it (https://huggingface.co/settings/tokens; a read token is enough) and "
+                f"accept the model's terms on its page (https://huggingface.co/{repo})"
+            ) from None
         raise HubError(
-            f"hub {endpoint} refused the metadata request for {repo}: HTTP "
-            f"{exc.response.status_code if exc.response is not None else '?'}"
+            f"hub {endpoint} refused the metadata request for {repo}: HTTP {status or '?'}"
+            + (
+                f" ({len(RETRY_WAITS_S) + 1} attempts over {sum(RETRY_WAITS_S)} s)"
+                if retryable(exc)
+                else ""
+            )
         ) from None
     except network_errors() as exc:
         raise HubError(
-            f"cannot reach the hub at {endpoint}: {type(exc).__name__} ({exc})"
+            f"cannot reach the hub at {endpoint}: {type(exc).__name__} ({exc}) "
+            f"({len(RETRY_WAITS_S) + 1} attempts over {sum(RETRY_WAITS_S)} s)"
         ) from None
     if not isinstance(info.sha, str) or not is_pinned(info.sha):
         # The commit names folders and goes into the box-side commands: a commit or nothing.
@@ -98,6 +111,30 @@ def checkpoint(endpoint: str, repo: str, revision: str, token_var: str) -> Check
         for s in info.siblings or []
     )
     return Checkpoint(repo, info.sha, files)
+
+
+# Waits between attempts of a metadata call that failed in a way that passes (a 5xx, 408, 429, a
+# dropped connection): huggingface_hub's own http_backoff (utils/_http.py, 2.4.0: 5 retries,
+# 1 s doubling to at most 8 s, on 408/429/500/502/503/504 and connection errors).
+RETRY_WAITS_S = (1, 2, 4, 8, 8)
+
+
+def retryable(exc: BaseException) -> bool:
+    response = getattr(exc, "response", None)
+    if response is not None:
+        return getattr(response, "status_code", None) in (408, 429, 500, 502, 503, 504)
+    return isinstance(exc, network_errors())
+
+
+def with_retries(call):
+    """`call()`, again after each wait of RETRY_WAITS_S while it fails in a way that passes."""
+    for wait in (*RETRY_WAITS_S, None):
+        try:
+            return call()
+        except Exception as exc:
+            if wait is None or not retryable(exc):
+                raise
+            time.sleep(wait)
 
 
 def checked_names(repo: str, source: str, paths: list) -> None:
