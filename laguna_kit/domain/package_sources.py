@@ -117,7 +117,9 @@ DRIVERS: dict[str, dict[str, Any]] = {
         # the flavour metapackage follows the kernel: holding it would leave the next kernel
         # without a signed module
         "not_held": ["linux-modules-nvidia-{branch}-server{open}-{flavour}"],
-        "headers": "linux-headers-generic",
+        # the headers of the kernel's own flavour: an HWE kernel's next ones come with
+        # linux-headers-generic-hwe-22.04, not linux-headers-generic (the GA kernel's)
+        "headers": "linux-headers-{flavour}",
     },
 }
 DRIVERS["ubuntu24.04"] = DRIVERS["ubuntu22.04"]
@@ -189,7 +191,9 @@ def driver_plan(
         key=row["key"].format(**names) if row.get("key") else None,
         first=[p.format(**names) for p in row.get("first", [])],
         packages=packages,
-        headers=None if signed else row["headers"],
+        headers=None
+        if signed
+        else row["headers"].format(**dict(names, flavour=flavour or "generic")),
         version_of=row["version_of"].format(**names),
         not_held=[p.format(**names) for p in row.get("not_held", []) if flavour] if signed else [],
         flavour_unknown=signed and not flavour,

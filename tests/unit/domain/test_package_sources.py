@@ -70,6 +70,21 @@ def test_ubuntu_without_secure_boot_gets_the_headless_compute_driver(meta):
 
 
 @pytest.mark.parametrize(
+    "meta,installed,headers",
+    [
+        (UBUNTU2204, {"linux-generic-hwe-22.04"}, "linux-headers-generic-hwe-22.04"),
+        (UBUNTU2404, {"linux-image-generic-hwe-24.04"}, "linux-headers-generic-hwe-24.04"),
+        (UBUNTU2204, {"linux-generic"}, "linux-headers-generic"),
+        (UBUNTU2404, set(), "linux-headers-generic"),
+    ],
+)
+def test_ubuntu_headers_follow_the_kernels_flavour(meta, installed, headers):
+    """Issue 38 #9: on an HWE kernel linux-headers-generic is the GA kernel's: the next HWE
+    kernel would get no module."""
+    assert plan(meta, installed=installed).headers == headers
+
+
+@pytest.mark.parametrize(
     "meta, installed, kernel, flavour",
     [
         (UBUNTU2204, {"linux-generic", "linux-image-generic"}, "5.15.0-126-generic", "generic"),
