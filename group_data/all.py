@@ -53,6 +53,8 @@ from laguna_kit.knobs.shapes import (  # pyinfra takes no imported name for a kn
 # laguna_kit/domain/profiles.py turns a profile into the unit and adds these itself, from the knobs named:
 #   docker run: --rm --name <container_name> --gpus all --ipc=host --shm-size=<shm_size>
 #     --network host --log-driver none -v <model_dir>:/root/.cache/huggingface:ro
+#     -e HF_MODULES_CACHE=/tmp/hf_modules (the checkpoint's code, outside the read-only mount),
+#     -v <compile_cache_dir>/<container_name>/<image digest>:/root/.cache/vllm (vLLM's compile cache)
 #     -e CUDA_VISIBLE_DEVICES=<the replica's gpu_count cards>, -e KEY=VALUE for each of
 #     container_env + container_extra_env; the image as repo@digest
 #   vLLM: the target's path in the container (positional), --host <api_bind> --port <api_port>,
@@ -122,6 +124,7 @@ api_port: PORT = 8080  # the recipe's public port; vLLM listens on it directly (
 api_bind: address() = "::"  # dual stack, so the tailnet's IPv4 and IPv6 addresses both answer (the firewall decides who)
 served_model_name: MODEL_NAME = "laguna"  # what clients ask for in "model"
 kit_dir: box_path() = "/opt/laguna-kit"  # releases, state, the downloader venv and the kit's box-side scripts
+compile_cache_dir: box_path() = "/var/cache/laguna-kit/vllm-compile"  # vLLM's compile cache, a folder per replica and image: a restart or a rollback loads instead of compiling again; pruned with the image
 container_name: CONTAINER_NAME = "vllm-laguna"  # the recipe's container name; the unit removes a stale one before start
 unit_name: UNIT_NAME = "laguna-vllm.service"  # systemd owns restarts (the container has no Docker restart policy)
 shm_size: SHM_SIZE = "16g"  # the recipe's --shm-size (it has no effect beside --ipc=host, kept to match the recipe)

@@ -5,7 +5,7 @@ from pyinfra.facts.server import LinuxDistribution
 
 from laguna_kit.domain import images, package_sources
 from laguna_kit.domain.hub import HubError, source_checkpoint
-from laguna_kit.domain.profiles import ProfileError, render
+from laguna_kit.domain.profiles import COMPILE_CACHE_MIB, ProfileError, render
 from laguna_kit.facts.checkpoints import FileSizes
 from laguna_kit.facts.docker import DockerImage
 from laguna_kit.facts.network import TailscaleStatus
@@ -74,7 +74,10 @@ preflight(
     gpu_count=d.gpu_count,
     gpu_min_memory_mib=d.gpu_min_memory_mib,
     model_dir=d.model_dir,
-    need_mib=need_mib + d.checkpoint_free_margin_gib * 1024,
+    # (+ vLLM's compile cache of each replica, beside the checkpoints by default)
+    need_mib=need_mib
+    + d.checkpoint_free_margin_gib * 1024
+    + COMPILE_CACHE_MIB * max(1, d.replicas_per_box),
     min_ram_mib=d.min_ram_mib,
     min_shm_mib=d.min_shm_mib,
     early_problem="; ".join(problems) or None,

@@ -21,6 +21,25 @@ from . import images
 from .hub import is_pinned
 
 CONTAINER_CACHE = "/root/.cache/huggingface"  # where the recipe mounts the model cache
+# The checkpoint's code (--trust-remote-code): transformers writes it under HF_MODULES_CACHE,
+# $HF_HOME/modules by default, inside the read-only model mount (EROFS at the first start:
+# transformers/dynamic_module_utils.py init_hf_modules). In the container's own writable layer
+# instead; it is written again at every start.
+MODULES_CACHE = "/tmp/hf_modules"
+# vLLM's compile cache (torch.compile and inductor artefacts, keyed by vLLM's version and the
+# config: vllm/compilation, VLLM_CACHE_ROOT defaults to ~/.cache/vllm): on the box, one folder per
+# replica and image, so a restart, a crash restart or a rollback to the same image loads instead
+# of compiling; pruned with the image (boxtools/release/prune.py).
+CONTAINER_COMPILE_CACHE = "/root/.cache/vllm"
+COMPILE_CACHE_MIB = 2048  # counted per replica in the disk pre-flight (derived: not published)
+
+
+def compile_cache(get, digest: str | None) -> str:
+    """The host folder of this replica's compile cache for this image."""
+    image = (digest or "").split(":")[-1][:16] or "unpinned"
+    return f"{get('compile_cache_dir')}/{get('container_name')}/{image}"
+
+
 # A profile row's values; serving_overrides may change any of them for the chosen mode.
 
 
@@ -136,7 +155,7 @@ def render(d, image_digest: str | None = None) -> Serving:
     if unsafe:
         warnings = [f"forced: {u}" for u in unsafe]
 
-    docker_args = _docker_args(get, env)
+    docker_args = _docker_args(get, env, image_digest)
     vllm, speculative = _vllm_args(get, p)
     vllm += ["--served-model-name", get("served_model_name"), *extra_args]
     bad = [a for a in [*docker_args, *vllm] if any(ord(c) < 0x20 or ord(c) == 0x7F for c in str(a))]
@@ -167,8 +186,9 @@ def render(d, image_digest: str | None = None) -> Serving:
 LIMITS = ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
 
 
-def _docker_args(get, env: dict) -> list[str]:
-    """`docker run`'s arguments before the image: the recipe's, then the environment."""
+def _docker_args(get, env: dict, digest: str | None) -> list[str]:
+    """`docker run`'s arguments before the image: the recipe's, then the environment, then the
+    caches the kit adds (the checkpoint's code, vLLM's compile cache)."""
     args = [
         "--rm",
         "--name",
@@ -186,7 +206,12 @@ def _docker_args(get, env: dict) -> list[str]:
     ]
     for key, value in env.items():
         args += ["-e", f"{key}={value}"]
-    return args
+    return args + [
+        "-e",
+        f"HF_MODULES_CACHE={MODULES_CACHE}",
+        "-v",
+        f"{compile_cache(get, digest)}:{CONTAINER_COMPILE_CACHE}",
+    ]
 
 
 def _vllm_args(get, p: dict) -> tuple[list[str], dict | None]:
@@ -281,6 +306,7 @@ def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
         "drafter_repo": knobs["drafter_repo"],
         "drafter_revision": knobs["drafter_revision"],
         "argv": serving.argv(),
+        "compile_cache": compile_cache(_getter(knobs), digest),
         "derived": serving.derived,
         "forced": serving.warnings,
         # The checkpoint revisions this release runs: activating it (a rollback) puts them back.

@@ -85,6 +85,8 @@ def make_target(shards: int = 15, shard_bytes: int = 1 << 20) -> dict[str, bytes
         {
             "architectures": ["LagunaForCausalLM"],
             "model_type": "laguna",
+            # its own code (trust_remote_code): transformers caches it under HF_MODULES_CACHE
+            "auto_map": {"AutoConfig": "configuration_laguna.LagunaConfig"},
             "standin": True,
             "quantization_config": {"bits": 4},
         }

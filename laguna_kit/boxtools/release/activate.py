@@ -153,6 +153,10 @@ OWN_FLAGS = ("--name", "--port")
 OWN_ENV = "CUDA_VISIBLE_DEVICES="
 
 
+# a replica's own compile cache (domain/profiles.py compile_cache: per replica and image)
+OWN_MOUNTS = (":/root/.cache/vllm",)
+
+
 def version_of(spec: dict) -> dict:
     """What a release runs, less what makes it one replica and not another (its container name,
     port and cards; the gate's URL): two replicas' releases with the same version run the same."""
@@ -161,8 +165,11 @@ def version_of(spec: dict) -> dict:
         if skip:
             skip = False
             continue
-        if a in OWN_FLAGS or (
-            a == "-e" and argv[i + 1 : i + 2] and argv[i + 1].startswith(OWN_ENV)
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if (
+            a in OWN_FLAGS
+            or (a == "-e" and value.startswith(OWN_ENV))
+            or (a == "-v" and value.endswith(OWN_MOUNTS))
         ):
             skip = True
             continue

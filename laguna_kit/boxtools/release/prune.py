@@ -1,6 +1,6 @@
-"""Keeping the disk: the releases beyond keep_releases go, and the images and checkpoint revisions
-only they used; never the current release, the one a rollback would run, or what any kept release
-(of any replica of the box) names."""
+"""Keeping the disk: the releases beyond keep_releases go, and the images, checkpoint revisions
+and vLLM compile caches only they used; never the current release, the one a rollback would run,
+or what any kept release (of any replica of the box) names."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def plan(store: Store, keep: int) -> dict:
     kept = kept_numbers(store, keep)
     gone = [n for n in store.numbers() if n not in kept]
     if not gone:
-        return {"releases": [], "revisions": [], "images": []}
+        return {"releases": [], "revisions": [], "images": [], "compile_caches": []}
     # Replicas share the box's images and checkpoint revisions: what any release of another
     # replica names stays too.
     kept_specs = [store.spec(n) for n in store.numbers() if n in kept] + store.sibling_specs()
@@ -35,7 +35,8 @@ def plan(store: Store, keep: int) -> dict:
         (c["dest"], c["revision"]) for sp in kept_specs for c in sp.get("checkpoints") or []
     }
     kept_digests = {sp.get("image_digest") for sp in kept_specs}
-    revisions_gone, images_gone = set(), set()
+    kept_caches = {sp.get("compile_cache") for sp in kept_specs}
+    revisions_gone, images_gone, caches_gone = set(), set(), set()
     for n in gone:
         sp = store.spec(n)
         for c in sp.get("checkpoints") or []:
@@ -44,6 +45,9 @@ def plan(store: Store, keep: int) -> dict:
             folder = revisions.stash_path(c["dest"], c["revision"])
             if os.path.isdir(folder) and revisions.recorded_revision(c["dest"]) != c["revision"]:
                 revisions_gone.add(folder)
+        cache = sp.get("compile_cache")
+        if cache and cache not in kept_caches and os.path.isdir(cache):
+            caches_gone.add(cache)
         digest = sp.get("image_digest")
         if digest and digest not in kept_digests and sp.get("image"):
             images_gone.add(f"{sp['image'].rsplit(':', 1)[0]}@{digest}")
@@ -51,6 +55,7 @@ def plan(store: Store, keep: int) -> dict:
         "releases": gone,
         "revisions": sorted(revisions_gone),
         "images": sorted(images_gone & present_images()),
+        "compile_caches": sorted(caches_gone),
     }
 
 
@@ -66,7 +71,7 @@ def present_images() -> set:
 
 def prune(store: Store, keep: int) -> dict:
     gone = plan(store, keep)
-    for folder in gone["revisions"]:
+    for folder in gone["revisions"] + gone["compile_caches"]:
         shutil.rmtree(folder, ignore_errors=True)
     for ref in gone["images"]:  # never forced: an image a container still uses stays
         system.run("docker", "image", "rm", ref, check=False)

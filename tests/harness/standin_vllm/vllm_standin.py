@@ -31,6 +31,7 @@ Takes the same command line the kit gives the real image (``<model> --flag value
   ``vllm:e2e_request_latency_seconds`` with vLLM's buckets.
 """
 
+import hashlib
 import json
 import os
 import signal
@@ -499,6 +500,50 @@ def claim_gpus():
     log(f"GPUs {','.join(cards or [])} (CUDA_VISIBLE_DEVICES), tensor parallel size {tp}")
 
 
+# What a first start compiles (torch.compile, inductor) and a later one loads from vLLM's cache
+# (VLLM_CACHE_ROOT, default ~/.cache/vllm: torch_compile_cache/<hash>, the hash over vLLM's version
+# and the model and compilation config: vllm/compilation/backends.py, vllm/config). Modelled:
+# STANDIN_COMPILE_SECONDS on a miss, nothing on a hit; the port, host and served name are not in
+# the hash (two replicas of one config share an entry's content).
+COMPILE_S = float(os.environ.get("STANDIN_COMPILE_SECONDS", "3"))
+NOT_HASHED = ("host", "port", "served-model-name")
+
+
+def compiled():
+    key = json.dumps(
+        ["0.25.1-standin", MODEL, sorted((k, v) for k, v in FLAGS.items() if k not in NOT_HASHED),
+         sorted(ARGS["switches"])]
+    )  # fmt: skip
+    root = os.environ.get("VLLM_CACHE_ROOT") or os.path.expanduser("~/.cache/vllm")
+    entry = os.path.join(root, "torch_compile_cache", hashlib.sha256(key.encode()).hexdigest()[:10])
+    t0 = time.monotonic()
+    if os.path.isdir(entry):
+        log(f"Directly load the compiled graph(s) from the cache {entry}, took "
+            f"{time.monotonic() - t0:.1f} s")  # fmt: skip
+        return
+    time.sleep(COMPILE_S)
+    try:
+        os.makedirs(entry, exist_ok=True)
+    except OSError as exc:  # no cache folder (a read-only root): compiled, not kept
+        log(f"compile cache not written: {exc}")
+    log(f"torch.compile takes {time.monotonic() - t0:.1f} s in total (cache {entry})")
+
+
+def load_remote_code(path):
+    """What transformers does under trust_remote_code for a checkpoint whose config names its own
+    code (auto_map): dynamic_module_utils.init_hf_modules creates HF_MODULES_CACHE and its
+    __init__.py (HF_MODULES_CACHE defaults to $HF_HOME/modules, HF_HOME to ~/.cache/huggingface:
+    transformers/utils/hub.py). Under a read-only mount there: OSError [Errno 30]; vLLM exits."""
+    with open(os.path.join(path, "config.json")) as fh:
+        if not json.load(fh).get("auto_map"):
+            return
+    home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
+    modules = os.environ.get("HF_MODULES_CACHE") or os.path.join(home, "modules")
+    os.makedirs(modules, exist_ok=True)
+    open(os.path.join(modules, "__init__.py"), "a").close()
+    log(f"checkpoint code cached in {modules}")
+
+
 def main():
     # PID 1 in the container ignores SIGTERM unless it asks for it; vLLM shuts down on it.
     signal.signal(signal.SIGTERM, lambda *_: (log("shutting down (SIGTERM)"), os._exit(0)))
@@ -511,7 +556,10 @@ def main():
             )
             sys.exit(1)
     log(f"vLLM API server (standin) args: {json.dumps(sys.argv[1:])}")
+    if "trust-remote-code" in ARGS["switches"]:
+        load_remote_code(MODEL)
     claim_gpus()
+    compiled()
     log(
         f"non-default args: model={MODEL} served_model_name={SERVED} max_model_len={MAX_LEN} "
         f"speculative_config={json.dumps(SPEC)}"

@@ -117,3 +117,23 @@ def test_rendered_unit_matches_every_seed_fact():
         r"^StartLimitBurst=3$", unit, re.M
     )
     assert "ExecStartPre=-/usr/bin/docker rm -f vllm-laguna" in unit
+
+
+def test_the_container_writes_the_checkpoints_code_and_keeps_its_compile_cache_outside_the_model():
+    """Issue 38 #3, #4: the model folder stays read-only; transformers' modules cache (created
+    whenever the checkpoint's code loads) is in the container's writable layer; vLLM's compile
+    cache is a host folder per replica and image, so a restart or a rollback loads it."""
+    from laguna_kit.domain.profiles import render_release
+    from laguna_kit.knobs.declared import defaults
+
+    digest = "sha256:" + "ab" * 32
+    spec, _ = render_release(defaults(), digest)
+    argv = spec["argv"]
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    env = [argv[i + 1] for i, a in enumerate(argv) if a == "-e"]
+    assert "/models:/root/.cache/huggingface:ro" in mounts
+    assert "HF_MODULES_CACHE=/tmp/hf_modules" in env
+    cache = "/var/cache/laguna-kit/vllm-compile/vllm-laguna/" + "ab" * 8
+    assert f"{cache}:/root/.cache/vllm" in mounts and spec["compile_cache"] == cache
+    other, _ = render_release(defaults(), "sha256:" + "cd" * 32)
+    assert other["compile_cache"] != cache  # another image, another cache

@@ -55,7 +55,12 @@ def test_prune_keeps_the_newest_the_current_and_the_rollback_target_and_what_the
     assert not os.path.exists(revisions_stash(live, "a" * 40))
     assert os.path.isdir(revisions_stash(live, "c" * 40))
     assert ("docker", "image", "rm", "vllm/vllm-openai@sha256:1") in box.calls
-    assert prune.plan(box, 2) == {"releases": [], "revisions": [], "images": []}
+    assert prune.plan(box, 2) == {
+        "releases": [],
+        "revisions": [],
+        "images": [],
+        "compile_caches": [],
+    }
     assert box.state()["failed"] == []  # release 1 is gone, and with it its mark
 
 
@@ -82,3 +87,20 @@ def test_pruning_one_replica_keeps_what_another_replica_runs(tmp_path, monkeypat
     assert prune.plan(second, 1)["images"] == []  # replica 1 runs it
     (kit / "releases").rename(kit / "gone")
     assert prune.plan(second, 1)["images"] == ["vllm/vllm-openai@sha256:old"]
+
+
+def test_a_compile_cache_goes_with_the_last_release_that_used_it(box, tmp_path, monkeypatch):
+    """Issue 38 #4: vLLM's compile cache is kept per replica and image on the box; the folder of
+    an image no kept release runs is pruned with it, the kept ones' stay."""
+    caches = tmp_path / "vllm-compile" / "vllm-laguna"
+    for n, image in enumerate(("1111", "2222", "2222", "3333"), 1):
+        os.makedirs(box.folder(n))
+        os.makedirs(caches / image, exist_ok=True)
+        spec = {"image_digest": f"sha256:{image}", "compile_cache": str(caches / image)}
+        with open(os.path.join(box.folder(n), "release.json"), "w") as fh:
+            json.dump({"number": n, "spec": spec}, fh)
+    box.save({"current": 4, "history": [{"release": n} for n in (1, 2, 3, 4)]})
+    monkeypatch.setattr(system, "capture", lambda *cmd: "")
+    assert prune.plan(box, 2)["compile_caches"] == [str(caches / "1111")]
+    prune.prune(box, 2)
+    assert sorted(os.listdir(caches)) == ["2222", "3333"]
