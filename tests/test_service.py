@@ -136,7 +136,8 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
     assert second.ok and second.changed() == [], second.changed()
     commands = second.stderr.count("Running command on ")
     print(f"converged re-run: {commands} remote commands")
-    assert 0 < commands <= 30, f"{commands} remote commands on a converged re-run"
+    # (31: the checkpoint scrub's timer, issue 37)
+    assert 0 < commands <= 32, f"{commands} remote commands on a converged re-run"
 
 
 def test_mode_switch_is_an_upgrade_and_rollback_restores(served, deploy):

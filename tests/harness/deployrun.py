@@ -102,9 +102,15 @@ def run_deploy(
     via_tailnet: bool = False,
 ) -> DeployResult:
     cmd, full_env = deploy_command(sandbox, boxes, deploy, data, args, env, via_tailnet)
-    proc = subprocess.run(
-        cmd, cwd=KIT_ROOT, capture_output=True, text=True, env=full_env, timeout=timeout
-    )
+    try:
+        proc = subprocess.run(
+            cmd, cwd=KIT_ROOT, capture_output=True, text=True, env=full_env, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:  # say where the run stood, not only that it did
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+        raise AssertionError(
+            f"the deploy ran over {timeout} s; its log's last lines:\n{err[-4000:]}"
+        ) from None
     return result_of(proc.returncode, proc.stdout, proc.stderr)
 
 
