@@ -107,7 +107,7 @@ download_workers: integer(1, 64) = 4  # files fetched in parallel per checkpoint
 download_retries: integer(0, 100) = 5  # attempts per file without progress (a stall, a reset, a 5xx) before the deploy fails; huggingface_hub's own downloader uses 5
 download_backoff_max_s: integer(0, 3600) = 60  # the longest pause between two attempts (1, 2, 4 ... s)
 download_read_timeout_s: integer(1, 3600) = 60  # a transfer silent this long is resumed (huggingface_hub's default download timeout is 10 s; the hub's CDN can pause longer)
-checkpoint_scrub_schedule: CALENDAR = "Sun *-*-* 04:00:00"  # re-hash every verified file (a flipped bit is quarantined, never offered to peers; an alert): ~1 s per GB on one idle core; "" = never
+checkpoint_scrub_schedule: CALENDAR = "Sun *-*-* 04:00:00"  # re-hash every verified file (a flipped bit is quarantined, never offered to peers; an alert): ~4-5 s per GB on one loaded core here (BENCHMARKS.md); "" = never
 peer_fetch: flag() = True  # a fleet's boxes fetch each checkpoint file from a peer that has it verified (over the tailnet) before the hub: the checkpoints come from the hub once per fleet, not once per box
 peer_files_port: PORT = 8092  # on each GPU box of a fleet: its verified checkpoint folders, read-only (nginx), for fleet members alone
 peer_wait_s: integer(1, 3600) = 60  # a box waits this long for the box assigned a file to show it is fetching, before fetching it from the hub itself

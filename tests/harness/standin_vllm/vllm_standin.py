@@ -505,7 +505,7 @@ def claim_gpus():
 # and the model and compilation config: vllm/compilation/backends.py, vllm/config). Modelled:
 # STANDIN_COMPILE_SECONDS on a miss, nothing on a hit; the port, host and served name are not in
 # the hash (two replicas of one config share an entry's content).
-COMPILE_S = float(os.environ.get("STANDIN_COMPILE_SECONDS", "3"))
+COMPILE_S = float(os.environ.get("STANDIN_COMPILE_SECONDS", "2"))
 NOT_HASHED = ("host", "port", "served-model-name")
 
 
