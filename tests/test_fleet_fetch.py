@@ -308,3 +308,87 @@ def test_a_box_reaches_the_cache_and_its_peers_only_as_its_root_tools_do(fleet):
     for port in sorted(ports - {22}):
         url = f"http://{cache.tailnet_v4}:{port}/"
         assert curl(["ip", "netns", "exec", boxmod.TAILNET_NS], url) == "000", port
+
+
+def test_the_file_servers_exact_invocation_runs_the_oldest_nginx_the_kit_meets():
+    """Issue 38 #5: Ubuntu 22.04 ships nginx 1.18.0, which has no -e (added in 1.19.5, nginx
+    CHANGES); the unit ran `nginx -e stderr` and a jammy fleet's file server never started.
+    bullseye's nginx 1.18.0 is the same upstream version: the kit's exact ExecStart and
+    configuration, run here against that binary as the unit's unprivileged user would, serve a
+    verified file and nothing else; the invocation before the change is refused by it."""
+    import shlex
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from laguna_kit.operations.files import kit_file
+    from tests.harness import older_debian
+
+    root = older_debian.unpacked(["nginx-light", "libssl1.1", "libpcre3"])
+    nginx = str(root / "usr/sbin/nginx")
+    env = {"LD_LIBRARY_PATH": older_debian.library_path(root), "PATH": "/usr/sbin:/usr/bin:/bin"}
+    assert (
+        "nginx/1.18.0"
+        in subprocess.run([nginx, "-v"], capture_output=True, text=True, env=env).stderr
+    )
+    tmp_path = Path(tempfile.mkdtemp(prefix="laguna-old-nginx-"))  # (pytest's is root's alone)
+    models, run = tmp_path / "models", tmp_path / "run"
+    (models / "Laguna-S-2.1-INT4" / ".laguna-partial").mkdir(parents=True)
+    (models / "Laguna-S-2.1-INT4" / "config.json").write_text("{}")
+    (models / "Laguna-S-2.1-INT4" / ".laguna-partial" / "x").write_text("unproven")
+    run.mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "peer-files-nginx.conf"
+    text = kit_file(
+        "files/peer-files-nginx.conf.j2",
+        port=port,
+        model_dir=str(models),
+        folders=["Laguna-S-2.1-INT4"],
+        run_dir=str(run),
+    ).decode()
+    conf.write_text(text.replace("/run/laguna-peer-files/", f"{run}/"))
+    subprocess.run(["chmod", "-R", "a+rX", str(tmp_path)], check=True)
+    shutil.chown(run, "nobody")  # the unit's RuntimeDirectory, its user's
+    unit = kit_file("files/laguna-peer-files.service.j2", config=str(conf)).decode()
+    exec_start = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
+    words = shlex.split(exec_start.split("=", 1)[1].replace("$$", "$"))  # systemd's $$ is $
+    assert words[:2] == ["/bin/sh", "-c"]
+    script = words[2].replace("/usr/sbin/nginx", nginx)
+    old = subprocess.run(
+        ["runuser", "-u", "nobody", "--", nginx, "-e", "stderr", "-c", str(conf), "-t"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert old.returncode != 0 and 'invalid option: "e"' in old.stderr, old.stderr
+    proc = subprocess.Popen(
+        ["runuser", "-u", "nobody", "--", "/bin/sh", "-c", script],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[1]
+        got = {
+            path: httpx.get(f"http://127.0.0.1:{port}{path}").status_code
+            for path in (
+                "/Laguna-S-2.1-INT4/config.json",
+                "/Laguna-S-2.1-INT4/.laguna-partial/x",
+                "/etc/passwd",
+            )
+        }
+        assert got == {
+            "/Laguna-S-2.1-INT4/config.json": 200,
+            "/Laguna-S-2.1-INT4/.laguna-partial/x": 404,
+            "/etc/passwd": 404,
+        }, got
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(tmp_path, ignore_errors=True)

@@ -24,9 +24,15 @@ EARLIER_KEYS = [f"{MONITOR_DIR}/router-key"]  # a client key an earlier kit left
 # The services' own group reads the files that hold a secret; no other user does.
 SECRET = f"640:{MONITOR_USER}"
 # Checked before they replace the running ones (promtool and amtool come with the packages).
+# --syntax-only (promtool 2.32+, prometheus PR #9909) where the box's promtool has it: Ubuntu
+# 22.04's 2.31.2 has not, and checks the files the config names too (in place by then: the key and
+# the rules are written first).
+SYNTAX_ONLY = (
+    "$(promtool check config --help 2>&1 | grep -q -- --syntax-only && echo --syntax-only)"
+)
 CHECKS = {
     RULES: "promtool check rules %s >&2",
-    CONFIG: "promtool check config --syntax-only %s >&2",
+    CONFIG: f"promtool check config {SYNTAX_ONLY} %s >&2",
     ALERTS: "amtool check-config %s >&2",
 }
 
