@@ -29,6 +29,7 @@ KNOBS = (
     "alert_gpu_memory_ratio",
     "alert_disk_free_ratio",
     "alert_decode_ratio",
+    "alert_metrics_stale_s",
     "alert_webhook_url",
     "alert_email_to",
     "alert_email_from",

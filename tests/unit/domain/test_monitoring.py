@@ -195,3 +195,21 @@ def test_the_routers_alerts_read_the_routers_series_alone():
     for name, rule in rules_.items():
         if "haproxy_" in rule["expr"]:
             assert 'job="router"' in rule["expr"], name
+
+
+def test_the_monitor_task_passes_every_knob_the_rules_file_names():
+    """A knob the rules file names but tasks/monitor.py does not pass is an UndefinedError on the
+    monitor host at deploy time (LagunaMetricsStale's threshold did so in the harness)."""
+    import ast
+    import re
+
+    from laguna_kit import KIT_ROOT
+
+    named = set(re.findall(r"<<\s*(\w+)\s*>>", (KIT_ROOT / monitoring.RULES_FILE).read_text()))
+    tree = ast.parse((KIT_ROOT / "tasks/monitor.py").read_text())
+    passed = next(
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "KNOBS"
+    )
+    assert named and named <= set(passed), sorted(named - set(passed))
