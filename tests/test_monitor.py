@@ -30,6 +30,7 @@ from laguna_kit.knobs.declared import defaults
 from tests.harness import box as boxmod
 from tests.harness.deployrun import run_deploy
 from tests.harness.paths import run_dir, slot
+from tests.harness.probes import none_answer
 from tests.harness.sandbox import ROUTER_KEYS
 
 KNOBS = defaults()
@@ -253,26 +254,39 @@ def test_the_exporters_answer_the_monitor_alone_and_the_monitor_the_operators_al
         check=False,
     )
     assert got.stdout == "404", got.stdout
+    probes = {}
     # any other process on the monitor host: not even the exporters
     for port in (KNOBS["api_port"], KNOBS["api_port"] + 1, relay, node, KNOBS["router_agent_port"]):
-        assert not reaches(edge, "nobody", b.tailnet_v4, port), port
+        probes[f"nobody on the monitor host to {b.name}:{port}"] = lambda port=port: reaches(
+            edge, "nobody", b.tailnet_v4, port
+        )
     # nor the monitor's own Alertmanager and Prometheus (silences, receivers)
     for port in (prom_port, am_port, node):
-        assert not reaches(edge, "nobody", edge.tailnet_v4, port), port
-    assert reaches(edge, "prometheus", edge.tailnet_v4, am_port, "/-/ready")
+        probes[f"nobody on the monitor host to its :{port}"] = lambda port=port: reaches(
+            edge, "nobody", edge.tailnet_v4, port
+        )
     # another tailnet peer: nothing of the monitor's, nothing of a box's but what it serves
     for port in (prom_port, am_port, node):
-        assert not peer_reaches(edge.tailnet_v4, port), port
+        probes[f"a tailnet peer to the monitor's :{port}"] = lambda port=port: peer_reaches(
+            edge.tailnet_v4, port
+        )
     for port in (node, relay, KNOBS["api_port"], 29500):
-        assert not peer_reaches(b.tailnet_v4, port), port
-    # the operator: Prometheus and Alertmanager, and still not node exporter
-    assert peer_reaches(edge.tailnet_v4, prom_port, OPERATOR)
-    assert api(edge, am_port, "/api/v2/status") is not None
-    assert not peer_reaches(edge.tailnet_v4, node, OPERATOR)
+        probes[f"a tailnet peer to {b.name}:{port}"] = lambda port=port: peer_reaches(
+            b.tailnet_v4, port
+        )
+    # the operator: not node exporter
+    probes["the operator to node exporter"] = lambda: peer_reaches(edge.tailnet_v4, node, OPERATOR)
     # Prometheus and Alertmanager: on the tailnet address, not on the host's ordinary one
     for port in (prom_port, am_port):
         off = f"http://{edge.address}:{port}/"
-        assert boxmod.sh("curl", "-s", "--max-time", "3", off, check=False).returncode != 0
+        probes[f"{off} off the tailnet"] = lambda off=off: (
+            boxmod.sh("curl", "-s", "--max-time", "3", off, check=False).returncode == 0
+        )
+    none_answer(probes)
+    assert reaches(edge, "prometheus", edge.tailnet_v4, am_port, "/-/ready")
+    # the operator: Prometheus and Alertmanager
+    assert peer_reaches(edge.tailnet_v4, prom_port, OPERATOR)
+    assert api(edge, am_port, "/api/v2/status") is not None
     listen = edge.run("ss -Hltn", check=False).stdout
     assert f"{edge.tailnet_v4}:{prom_port}" in listen and f"0.0.0.0:{prom_port}" not in listen
 
@@ -292,9 +306,15 @@ def test_the_box_that_is_the_router_serves_its_clients_and_nothing_else(watched)
     metrics = f"http://{router.tailnet_v4}:{KNOBS['router_metrics_port']}/stats"
     assert tailnet("curl", "-sf", "--max-time", "5", "-H", key, metrics).returncode == 0
     clients = {KNOBS["router_port"], KNOBS["router_metrics_port"]}
-    for h in [*boxes, edge]:
-        for port in sorted(listening(h) - {22} - (clients if h is router else set())):
-            assert not peer_reaches(h.tailnet_v4, port), f"{h.name}:{port} answers a tailnet peer"
+    none_answer(
+        {
+            f"{h.name}:{port} from a tailnet peer": lambda h=h, port=port: peer_reaches(
+                h.tailnet_v4, port
+            )
+            for h in [*boxes, edge]
+            for port in sorted(listening(h) - {22} - (clients if h is router else set()))
+        }
+    )
 
 
 def test_the_monitors_secrets_rest_for_its_services_alone(watched):
