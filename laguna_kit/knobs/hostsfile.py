@@ -26,6 +26,7 @@ Errors name the file, the host and the field, before any host is contacted: a mi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -60,6 +61,36 @@ NOT_PYINFRA = {
 }
 # A host's name goes into nft files, haproxy.cfg and log lines; its address and user into SSH.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
+
+
+def _check_address(where: str, address: str) -> None:
+    """An address with a colon is an IPv6 address, nothing else (a port has its own field)."""
+    if ":" not in address:
+        return
+    try:
+        ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        host, _, port = address.rpartition(":")
+        hint = (
+            f'; a port is its own field: address = "{host}", port = {port}'
+            if port.isdigit()
+            else ""
+        )
+        raise HostsFileError(f"{where}: address {address!r} is not an address{hint}") from None
+
+
+def _check_key(where: str, entry: dict) -> None:
+    """The key file exists before any connection (pyinfra's own failure is a traceback)."""
+    path = os.path.expanduser(entry["key"])
+    if not os.path.isfile(path):
+        user = entry.get("user", "root")
+        raise HostsFileError(
+            f"{where}: key {entry['key']!r}: no such file ({path}). Make one (ssh-keygen -t "
+            f"ed25519 -f {path}) and put its public half on the box (ssh-copy-id -i {path}.pub "
+            f"{user}@{entry['address']}), or leave `key` out to use your SSH agent and ~/.ssh"
+        )
+
+
 ADDRESS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}|[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
 USER_RE = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 
@@ -140,6 +171,9 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
         for key in ("key", "known_hosts"):
             if key in entry and shapes.NO_CONTROL(entry[key]):
                 raise HostsFileError(f"{where}: {key} {entry[key]!r} holds a control character")
+        _check_address(where, entry["address"])
+        if "key" in entry:
+            _check_key(where, entry)
         name = entry.get("name", entry["address"])
         if not NAME_RE.fullmatch(name):
             raise HostsFileError(

@@ -37,10 +37,12 @@ def test_bad_knob_stops_pyinfra_before_any_host_is_contacted(tmp_path):
 
 
 def test_hosts_with_connection_and_data(tmp_path):
+    key = tmp_path / "k"
+    key.write_text("a key\n")
     hosts = load(
         write(
             tmp_path,
-            '[[hosts]]\nname="g1"\naddress="192.0.2.1"\nport=2222\nkey="/k"\n'
+            f'[[hosts]]\nname="g1"\naddress="192.0.2.1"\nport=2222\nkey="{key}"\n'
             '[hosts.data]\nnvidia_allow_reboot=true\n\n[[hosts]]\naddress="192.0.2.2"\n',
         )
     )
@@ -52,7 +54,7 @@ def test_hosts_with_connection_and_data(tmp_path):
             "ssh_hostname": "192.0.2.1",
             "ssh_user": "root",
             "ssh_port": 2222,
-            "ssh_key": "/k",
+            "ssh_key": str(key),
         },
     )
     assert hosts[1][0] == "192.0.2.2" and hosts[1][1]["ssh_port"] == 22
@@ -62,6 +64,12 @@ def test_hosts_with_connection_and_data(tmp_path):
     "text, message",
     [
         ('[[hosts]]\naddress="a"\nprot=22\n', "unknown field 'prot'"),
+        # issue 40: a port in the address passed, then "Could not resolve hostname"
+        (
+            '[[hosts]]\naddress="192.0.2.1:2222"\n',
+            'a port is its own field: address = "192.0.2.1", port = 2222',
+        ),
+        ('[[hosts]]\naddress="fe80::1%eth0"\nname="v6"\nkey="/nonexistent/k"\n', "no such file"),
         ('[[hosts]]\naddress="a"\nport="22"\n', "port must be int"),
         ('[[hosts]]\nname="x"\n', "missing 'address'"),
         ('[[hosts]]\naddress="a"\n[[hosts]]\naddress="a"\n', "duplicate host name 'a'"),
