@@ -174,8 +174,9 @@ def test_prometheus_sees_every_target_up_with_gpu_vllm_and_release_metrics(watch
     assert len(until_n(edge, "laguna_gate_passed == 1", 2, 20)) == 2
     # the age of the kit's textfile as Debian's node exporter names it: the stale-metrics alert's
     # selector matches every box's file (issue 38 #7)
-    ages = prom(edge, 'time() - node_textfile_mtime_seconds{file=~"(.*/)?laguna\\.prom"}')
-    assert len(ages) == 2 and all(float(r["value"][1]) < 120 for r in ages), ages
+    files = {r["metric"].get("file") for r in prom(edge, "node_textfile_mtime_seconds")}
+    ages = prom(edge, r'time() - node_textfile_mtime_seconds{file=~"(.*/)?laguna\\.prom"}')
+    assert len(ages) == 2 and all(float(r["value"][1]) < 120 for r in ages), (files, ages)
     assert len(prom(edge, "vllm:kv_cache_usage_perc")) == 2
     both_up = 'sum(haproxy_server_status{proxy="laguna",state="UP"})'
     # (a scrape taken while the router's checks still came up says 1: wait for the second box)
