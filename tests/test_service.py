@@ -22,7 +22,7 @@ def test_unsafe_values_are_refused_before_any_change(make_box, deploy):
     b = make_box()
     res = deploy(b, data={"container_extra_env": {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}})
     assert not res.ok
-    assert "CUDA-graph memory estimate" in res.output and "force_unsafe=True" in res.output
+    assert "CUDA-graph memory estimate" in res.output and "--data force_unsafe=true" in res.output
     assert res.changed() == []
     res = deploy(b, data={"serving_mode": "turbo"})
     assert (
@@ -211,7 +211,7 @@ def test_a_release_slower_than_the_last_of_its_mode_fails_and_rolls_back(served,
         )
         assert m, slow.explain()
         assert float(m.group(1)) < 125 and float(m.group(2)) == two["decode_tok_s"]
-        assert "force_slower=True" in slow.output and "rolling back" in slow.output
+        assert "--data force_slower=true" in slow.output and "rolling back" in slow.output
         assert re.search(r"^\*\s+1 .*champion", releases(b), re.M)
         status = deploy(b, "tasks/status.py")
         one = json.loads(b.run("cat /opt/laguna-kit/releases/0001/perf.json").stdout)

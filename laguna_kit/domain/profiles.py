@@ -150,7 +150,8 @@ def render(d, image_digest: str | None = None) -> Serving:
         raise ProfileError(
             f"refusing serving_mode {mode!r}: "
             + "; ".join(unsafe)
-            + ". Set force_unsafe=True to run it anyway."
+            + ". Set force_unsafe = true in the hosts file (or --data force_unsafe=true) to run "
+            "it anyway."
         )
     if unsafe:
         warnings = [f"forced: {u}" for u in unsafe]

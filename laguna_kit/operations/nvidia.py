@@ -61,7 +61,8 @@ def nvidia_driver_loaded(allow_reboot: bool, reboot_timeout: int = 600):
         raise OperationError(
             f"{host.name}: the NVIDIA driver is installed but not loaded "
             f"(nvidia-smi: {smi['message'] or 'not installed'}): reboot the box and re-run, "
-            f"or set nvidia_allow_reboot=True to let the kit reboot it"
+            "or set nvidia_allow_reboot = true (the hosts file's [hosts.data], or --data "
+            "nvidia_allow_reboot=true) to let the kit reboot it"
         )
     yield from reboot.commands(reboot_timeout)
 

@@ -146,3 +146,31 @@ def test_the_checkpoints_have_one_size(doc):
             if int(m.group(1)) != CHECKPOINTS_GB:
                 bad.append(line.strip())
     assert bad == [], f"the checkpoints are about {CHECKPOINTS_GB} GB: {bad}"
+
+
+def test_a_knob_is_written_as_toml_or_as_data_never_as_python():
+    """Issue 40 #7: `nvidia_allow_reboot=True` in the docs and the kit's own messages is invalid
+    TOML in a hosts file (and `--data` takes `true`): every knob set to a boolean is written
+    `name = true` (TOML) or `--data name=true`."""
+    import re
+
+    from laguna_kit import KIT_ROOT
+    from laguna_kit.knobs.declared import defaults
+
+    knobs = "|".join(sorted(defaults(), key=len, reverse=True))
+    python_bool = re.compile(rf"\b({knobs}|force_slower)=(True|False)\b")
+    texts = [KIT_ROOT / n for n in ("README.md", "DEPLOYMENT.md", "OPERATIONS.md",
+                                    "TROUBLESHOOTING.md", "hosts.example.toml")]  # fmt: skip
+    texts += sorted((KIT_ROOT / "laguna_kit").rglob("*.py")) + sorted(
+        (KIT_ROOT / "tasks").glob("*.py")
+    )
+    found = [
+        f"{p.relative_to(KIT_ROOT)}:{n}: {m.group(0)}"
+        for p in texts
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        for m in python_bool.finditer(line)
+        if not re.search(
+            rf"\w\({m.group(1)}=|, {m.group(1)}=|^\s+{m.group(1)}=", line
+        )  # a call's argument
+    ]
+    assert found == [], found

@@ -24,5 +24,5 @@ def slower_check(perf: dict, baseline: dict | None, ratio: float, force: bool) -
         return None
     return (
         f"{said}: a slower release is refused (min_decode_ratio); find why (tasks/logs.py, "
-        "nvidia-smi clocks and temperature), or accept it with force_slower=True"
+        "nvidia-smi clocks and temperature), or accept it with --data force_slower=true"
     )
