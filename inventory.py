@@ -2,7 +2,8 @@
 #
 # - LAGUNA_HOSTS=/path/to/hosts.toml: your real GPU boxes (format: laguna_kit/knobs/hostsfile.py,
 #   example: hosts.example.toml).
-# - unset: the local sandbox box that `scripts/sandbox.py up` (or scripts/demo.sh) brought up.
+# - unset: ./hosts.toml in this checkout when there is one (git-ignored: your boxes), else the
+#   local sandbox box that `scripts/sandbox.py up` (or scripts/demo.sh) brought up.
 #
 # Two groups: `gpu_boxes` (the serving boxes) and `routers` (the host with `roles = ["router"]`,
 # the fleet's one endpoint; a GPU box can be both). Every other name starts with an underscore,
@@ -14,14 +15,15 @@ _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
 
 from laguna_kit.knobs import hostsfile as _hostsfile  # noqa: E402
 
-_SANDBOX_HOSTS = "/run/laguna-kit-harness/sandbox-hosts.toml"
-_path = _os.environ.get("LAGUNA_HOSTS") or _SANDBOX_HOSTS
-
-if not _os.environ.get("LAGUNA_HOSTS") and not _os.path.exists(_SANDBOX_HOSTS):
+_SANDBOX_HOSTS = "/run/laguna-kit-harness/sandbox-hosts.toml"  # scripts/sandbox.py writes it
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_path = _hostsfile.default_path(_os.environ, _here, _SANDBOX_HOSTS)
+if _path is None:
     raise SystemExit(
-        "inventory.py: no hosts. Set LAGUNA_HOSTS=/path/to/hosts.toml for real boxes "
-        "(see hosts.example.toml), or bring up the local sandbox box first: "
-        "sudo .venv/bin/python scripts/sandbox.py up (scripts/demo.sh does both)."
+        "inventory.py: no hosts. Write your boxes into hosts.toml in this folder (cp "
+        "hosts.example.toml hosts.toml), or set LAGUNA_HOSTS=/path/to/hosts.toml, or bring up "
+        "the local sandbox box first: sudo .venv/bin/python scripts/sandbox.py up "
+        "(scripts/demo.sh does both)."
     )
 
 try:

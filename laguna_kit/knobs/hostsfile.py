@@ -63,6 +63,17 @@ NOT_PYINFRA = {
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
 
 
+def default_path(environ, checkout: str, sandbox: str) -> str | None:
+    """The hosts file: LAGUNA_HOSTS, else hosts.toml in the checkout, else the sandbox's (None:
+    none of them)."""
+    if environ.get("LAGUNA_HOSTS"):
+        return environ["LAGUNA_HOSTS"]
+    for path in (os.path.join(checkout, "hosts.toml"), sandbox):
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def _check_address(where: str, address: str) -> None:
     """An address with a colon is an IPv6 address, nothing else (a port has its own field)."""
     if ":" not in address:

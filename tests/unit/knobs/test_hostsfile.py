@@ -328,3 +328,19 @@ def test_pyinfras_own_data_is_not_a_misspelt_knob():
         override_data={"ssh_user": "ops", "_sudo": True, "rollback_to": 3, "log_lines": 50},
     )
     refuse_bad(inventory.get_host("box"))
+
+
+def test_the_hosts_file_is_laguna_hosts_then_the_checkouts_hosts_toml_then_the_sandbox(
+    tmp_path,
+):
+    """Issue 40 #4: OPERATIONS' commands copied as written (no LAGUNA_HOSTS) read ./hosts.toml."""
+    from laguna_kit.knobs import hostsfile
+
+    sandbox = str(tmp_path / "sandbox.toml")
+    assert hostsfile.default_path({}, str(tmp_path), sandbox) is None
+    (tmp_path / "sandbox.toml").write_text("")
+    assert hostsfile.default_path({}, str(tmp_path), sandbox) == sandbox
+    (tmp_path / "hosts.toml").write_text("")
+    assert hostsfile.default_path({}, str(tmp_path), sandbox) == str(tmp_path / "hosts.toml")
+    mine = {"LAGUNA_HOSTS": "/elsewhere.toml"}
+    assert hostsfile.default_path(mine, str(tmp_path), sandbox) == "/elsewhere.toml"
