@@ -145,6 +145,11 @@ def key_problem(key: str) -> str | None:
     in 1.7 % of keys, fewer than 8 in none of 200,000 drawn), 10 for the rest."""
     if not re.fullmatch(r"[\x21-\x7e]+", key):
         return "holds spaces or control characters"
+    if len(key) > 1 and key[0] == key[-1] and key[0] in "\"'":
+        return (
+            "is wrapped in quotes: they would be part of the key and every client would get 401; "
+            "write the key without them"
+        )
     hexadecimal = bool(re.fullmatch(r"[0-9a-fA-F]+", key))
     need = 32 if hexadecimal else 22
     if len(key) < need:
@@ -181,9 +186,11 @@ def api_keys(env_name: str, file_path: str, environ=os.environ) -> list[str]:
         )
     bad = [why for why in map(key_problem, keys) if why]
     if bad:
+        spaced = env_name and re.search(r"\S\s+\S", environ.get(env_name, "").strip())
         raise OperationError(
             f"{len(bad)} API key(s) from {' and '.join(x for x in (env_name, file_path) if x)} "
-            f"are too weak (one {bad[0]}): use long random keys (openssl rand -hex 24)"
+            f"are refused (one {bad[0]}): use long random keys (openssl rand -hex 24)"
+            + (f"; spaces and commas in {env_name} separate keys" if spaced else "")
         )
     return keys
 

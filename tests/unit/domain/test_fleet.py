@@ -51,3 +51,19 @@ def test_a_random_key_of_128_bits_or_more_passes():
     refused = [k for k in (secrets.token_hex(16) for _ in range(5000)) if fleet.key_problem(k)]
     assert refused == []
     assert not [k for k in (secrets.token_urlsafe(16) for _ in range(5000)) if fleet.key_problem(k)]
+
+
+def test_a_quoted_key_and_keys_split_by_spaces_are_named():
+    """Issue 40: a key with literal quotes was accepted and every client then got 401; a key
+    written with a space in it was split silently."""
+    import pytest
+    from pyinfra.api import OperationError
+
+    key = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    assert "wrapped in quotes" in fleet.key_problem(f'"{key}"')
+    assert "wrapped in quotes" in fleet.key_problem(f"'{key}'")
+    assert fleet.key_problem(key) is None
+    with pytest.raises(OperationError, match="spaces and commas in LAGUNA_API_KEYS separate keys"):
+        fleet.api_keys("LAGUNA_API_KEYS", "", {"LAGUNA_API_KEYS": "my secret key phrase"})
+    with pytest.raises(OperationError, match="wrapped in quotes"):
+        fleet.api_keys("LAGUNA_API_KEYS", "", {"LAGUNA_API_KEYS": f'"{key}"'})
