@@ -135,11 +135,16 @@ def load(path: str | Path) -> list[tuple[str, dict]]:
     """pyinfra's (name, data) pairs for every host in the file."""
     path = Path(path).expanduser()
     try:
-        doc = tomllib.loads(path.read_text())
+        # utf-8-sig: an editor's byte order mark (Notepad's) is no TOML; CRLF lines are
+        doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise HostsFileError(f"hosts file {path} does not exist") from None
     except OSError as exc:
         raise HostsFileError(f"hosts file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise HostsFileError(
+            f"hosts file {path} is not UTF-8 text: save it as UTF-8 (your editor's Save as)"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise HostsFileError(f"hosts file {path} is not valid TOML: {exc}") from None
     entries = doc.get("hosts")

@@ -344,3 +344,13 @@ def test_the_hosts_file_is_laguna_hosts_then_the_checkouts_hosts_toml_then_the_s
     assert hostsfile.default_path({}, str(tmp_path), sandbox) == str(tmp_path / "hosts.toml")
     mine = {"LAGUNA_HOSTS": "/elsewhere.toml"}
     assert hostsfile.default_path(mine, str(tmp_path), sandbox) == "/elsewhere.toml"
+
+
+def test_a_hosts_file_saved_by_notepad_is_read(tmp_path):
+    """Issue 40: a UTF-8 BOM and CRLF lines ended in "Invalid statement (at line 1, column 1)"."""
+    path = tmp_path / "hosts.toml"
+    path.write_bytes(b'\xef\xbb\xbf[[hosts]]\r\nname = "g1"\r\naddress = "192.0.2.1"\r\n')
+    assert [name for name, _ in load(path)] == ["g1"]
+    path.write_bytes(b'[[hosts]]\naddress = "caf\xe9"\n')
+    with pytest.raises(HostsFileError, match="is not UTF-8 text"):
+        load(path)
