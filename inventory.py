@@ -34,3 +34,15 @@ gpu_boxes = _hostsfile.of_role(_hosts, "gpu")
 routers = _hostsfile.of_role(_hosts, "router")
 monitors = _hostsfile.of_role(_hosts, "monitor")
 caches = _hostsfile.of_role(_hosts, "cache")
+
+# `--limit` that matches no host here (a typo) would plan nothing and still ask to go on.
+_unmatched = _hostsfile.unmatched_limits(
+    _sys.argv,
+    [n for n, _ in _hosts],
+    {"gpu_boxes": gpu_boxes, "routers": routers, "monitors": monitors, "caches": caches},
+)
+if _unmatched:
+    raise SystemExit(
+        f"inventory.py: --limit {', '.join(_unmatched)} matches no host of {_path} (its hosts: "
+        f"{', '.join(n for n, _ in _hosts)}; groups: gpu_boxes, routers, monitors, caches)"
+    )

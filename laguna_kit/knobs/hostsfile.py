@@ -26,6 +26,7 @@ Errors name the file, the host and the field, before any host is contacted: a mi
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import os
 import re
@@ -61,6 +62,23 @@ NOT_PYINFRA = {
 }
 # A host's name goes into nft files, haproxy.cfg and log lines; its address and user into SSH.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
+
+
+def unmatched_limits(argv: list[str], names: list[str], groups: dict) -> list[str]:
+    """The `--limit` values of pyinfra's command line that name no host, group or glob match
+    (pyinfra takes a host name, a group name or a glob; several flags, or commas, add up)."""
+    values, take = [], False
+    for arg in argv:
+        if take:
+            values.append(arg)
+        elif arg.startswith("--limit="):
+            values.append(arg.split("=", 1)[1])
+        take = arg == "--limit"
+    out = []
+    for value in (v for raw in values for v in raw.split(",") if v):
+        if value not in groups and not fnmatch.filter(names, value):
+            out.append(value)
+    return out
 
 
 def default_path(environ, checkout: str, sandbox: str) -> str | None:

@@ -354,3 +354,14 @@ def test_a_hosts_file_saved_by_notepad_is_read(tmp_path):
     path.write_bytes(b'[[hosts]]\naddress = "caf\xe9"\n')
     with pytest.raises(HostsFileError, match="is not UTF-8 text"):
         load(path)
+
+
+def test_a_limit_that_matches_no_host_is_named():
+    """Issue 40: `--limit gpu-01` with a host named gpu-1 planned nothing, then asked to go on."""
+    from laguna_kit.knobs.hostsfile import unmatched_limits
+
+    names, groups = ["gpu-1", "gpu-2", "rt"], {"gpu_boxes": [], "routers": []}
+    argv = ["pyinfra", "--limit", "gpu-01", "--limit=rt", "inventory.py", "deploy.py"]
+    assert unmatched_limits(argv, names, groups) == ["gpu-01"]
+    assert unmatched_limits(["pyinfra", "--limit", "gpu-*,routers"], names, groups) == []
+    assert unmatched_limits(["pyinfra", "inventory.py", "deploy.py"], names, groups) == []
