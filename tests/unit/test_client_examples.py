@@ -144,3 +144,21 @@ def test_client_headers_are_refused_when_they_could_split_a_request(args, why):
         timeout=60,
     )
     assert proc.returncode != 0 and why in proc.stderr
+
+
+def test_the_smoke_test_against_a_dead_url_says_what_to_check_in_one_message():
+    """Issue 40: a dead URL, or one without /v1, ended in a 64-line httpx traceback; under the
+    system's python3 the script found no jinja2."""
+    import subprocess
+    import sys
+
+    from laguna_kit import KIT_ROOT
+
+    for python in (sys.executable, "python3"):
+        out = subprocess.run(
+            [python, str(KIT_ROOT / "scripts/smoke_test.py"), "http://127.0.0.1:9"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert "cannot reach http://127.0.0.1:9" in out.stderr
+        assert "ends in /v1" in out.stderr and "tailscale status" in out.stderr
