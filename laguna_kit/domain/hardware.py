@@ -76,13 +76,19 @@ def parse_sysfs_pci(lines: list[str]) -> list[Gpu]:
 def idle_gpus(gpus: list[Gpu], count: int, replicas: int = 0) -> str:
     """What is said of a box whose cards the replicas leave unused ("" when none are): `replicas`
     set (replicas_per_box), or as many as the cards hold (0)."""
-    k = replicas or len(gpus) // count
-    used = k * count
+    if not replicas or len(gpus) < replicas * count:
+        return ""  # as many as fit leaves none idle; a count that is no multiple is refused
+    used = replicas * count
     if len(gpus) <= used:
         return ""
+
+    def cards(first: int, last: int) -> str:
+        return f"GPU {first}" if first == last else f"GPUs {first}-{last}"
+
     return (
-        f"{len(gpus)} GPUs: the kit serves {k} TP{count} replica(s) here, on GPUs 0-{used - 1}; "
-        f"GPUs {used}-{len(gpus) - 1} stay idle (replicas_per_box = {replicas or 'as many as fit'})"
+        f"{len(gpus)} GPUs: the kit serves {replicas} TP{count} replica(s) here, on "
+        f"{cards(0, used - 1)}; {cards(used, len(gpus) - 1)} stay idle "
+        f"(replicas_per_box = {replicas})"
     )
 
 

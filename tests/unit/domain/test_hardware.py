@@ -85,6 +85,9 @@ def test_a_multiple_of_four_cards_serves_one_replica_per_four_unless_told_fewer(
     said = hardware.idle_gpus([card] * 8, 4, replicas=1)
     assert said.startswith("8 GPUs: the kit serves 1 TP4 replica(s) here, on GPUs 0-3")
     assert "GPUs 4-7 stay idle (replicas_per_box = 1)" in said
+    # issue 40 #10: on 3 and 5 cards (refused) nothing says they serve; one idle card is "GPU 4"
+    assert hardware.idle_gpus([card] * 3, 4) == "" and hardware.idle_gpus([card] * 5, 4) == ""
+    assert "GPU 4 stay" in hardware.idle_gpus([card] * 5, 4, replicas=1)
     assert hardware.gpu_problems([card] * 6, 4, 24000) == [
         "found 6× NVIDIA GeForce RTX 3090 (24576 MiB), need 4 GPUs ≥ 24000 MiB each (tensor "
         "parallel size 4; or a multiple of 4, one replica each: or set replicas_per_box = 1)"
