@@ -25,25 +25,14 @@ import os
 import select
 import sys
 
+from .sockets import TABLES, listening
+
 WAIT_S = 0.3  # HAProxy sends agent-send as soon as it connects
-LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 
 
-def listener_owners(port: int, tables=("/proc/net/tcp", "/proc/net/tcp6")) -> list[int]:
+def listener_owners(port: int, tables=TABLES) -> list[int]:
     """The uid of each socket listening on `port` (any address, IPv4 and IPv6)."""
-    owners = []
-    for table in tables:
-        try:
-            with open(table) as fh:
-                next(fh, None)
-                for line in fh:
-                    cols = line.split()
-                    if len(cols) > 7 and cols[3] == LISTEN:
-                        if int(cols[1].rsplit(":", 1)[1], 16) == port:
-                            owners.append(int(cols[7]))
-        except OSError:
-            continue
-    return owners
+    return [s["uid"] for s in listening(port, tables)]
 
 
 def replica_asked(line: str, replicas: dict[int, tuple[int, str]]) -> int | None:

@@ -8,25 +8,12 @@ from __future__ import annotations
 import os
 import subprocess
 
+from ..sockets import TABLES, listening
 from .failure import GateFailure
 
-LISTEN = "0A"
 
-
-def listening_inodes(port: int, tables=("/proc/net/tcp", "/proc/net/tcp6")) -> set[str]:
-    out = set()
-    for table in tables:
-        try:
-            with open(table) as fh:
-                next(fh, None)
-                for line in fh:
-                    cols = line.split()
-                    if len(cols) > 9 and cols[3] == LISTEN:
-                        if int(cols[1].rsplit(":", 1)[1], 16) == port:
-                            out.add(cols[9])
-        except OSError:
-            continue
-    return out
+def listening_inodes(port: int, tables=TABLES) -> set[str]:
+    return {s["inode"] for s in listening(port, tables)}
 
 
 def holders(inodes: set[str], proc: str = "/proc") -> dict[int, str]:
