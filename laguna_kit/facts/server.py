@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 
 from pyinfra.api import FactBase
 
@@ -34,9 +35,10 @@ class FreeSpaceMiB(FactBase):
 class BoxBasics(FactBase):
     """What the pre-flight and the driver plan read of the box itself, in one command:
     ``{"arch": "x86_64", "kernel": "6.1.0-28-amd64", "mem_mib": total RAM, "secure_boot": bool,
-    "char_links_missing": ["195:255", ...]}`` (Secure Boot on: unsigned driver modules would not
-    load; the NVIDIA device nodes without their /dev/char/MAJOR:MINOR link, which runc needs to
-    keep a container's GPUs across a `systemctl daemon-reload`)."""
+    "char_links_missing": ["195:255", ...], "clock_skew_s": seconds}`` (Secure Boot on: unsigned
+    driver modules would not load; the NVIDIA device nodes without their /dev/char/MAJOR:MINOR
+    link, which runc needs to keep a container's GPUs across a `systemctl daemon-reload`; the
+    box's clock less this machine's)."""
 
     def command(self):
         return (
@@ -46,7 +48,8 @@ class BoxBasics(FactBase):
             'if [ -n "$v" ]; then echo "secure_boot=$(od -An -t u1 "$v" | awk \'{print $NF}\')"; '
             "else echo secure_boot=0; fi; "
             'for d in /dev/nvidia*; do [ -c "$d" ] || continue; m=$(stat -c %Hr:%Lr "$d"); '
-            '[ -e "/dev/char/$m" ] || echo "char_link_missing=$m"; done; true'
+            '[ -e "/dev/char/$m" ] || echo "char_link_missing=$m"; done; echo "clock=$(date +%s)"; '
+            "true"
         )
 
     def process(self, output):
@@ -62,4 +65,10 @@ class BoxBasics(FactBase):
             "mem_mib": int(got.get("mem_kib") or 0) // 1024,
             "secure_boot": got.get("secure_boot") == "1",
             "char_links_missing": sorted(m for m in missing if re.fullmatch(r"\d+:\d+", m)),
+            # the box's clock less this machine's, as the answer came (None: not said)
+            "clock_skew_s": (
+                int(got["clock"]) - round(time.time())
+                if re.fullmatch(r"\d{1,12}", got.get("clock", ""))
+                else None
+            ),
         }

@@ -78,6 +78,7 @@ def preflight(
     problems += space_problems(space, model_dir, docker_root, need_mib, image_mib)
     if ram < min_ram_mib:
         problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
+    problems += clock_problems(box.get("clock_skew_s"))
     if shm < min_shm_mib:
         problems.append(
             f"found {shm} MiB free in /dev/shm, need {min_shm_mib} MiB (the container shares the "
@@ -100,6 +101,24 @@ def preflight(
         f"{model_dir}, {ram} MiB RAM, {shm} MiB /dev/shm"
     )
     yield from ()  # a check, never a change
+
+
+CLOCK_SKEW_MAX_S = 300  # NTP keeps a box within a second; five minutes off is no rounding
+
+
+def clock_problems(skew: int | None) -> list[str]:
+    """A box whose clock is far from this machine's: apt refuses a repository whose Release file
+    is "not valid yet" half-way through a run (after changes), and TLS certificates fail."""
+    if skew is None or abs(skew) <= CLOCK_SKEW_MAX_S:
+        return []
+    days, rest = divmod(abs(skew), 86400)
+    said = f"{days} days {rest // 3600} h" if days else f"{abs(skew) // 60} min"
+    return [
+        f"the box's clock is {said} {'behind' if skew < 0 else 'ahead of'} this machine's (apt "
+        "would refuse its repositories' Release files as not valid yet, TLS would fail): set it "
+        "(timedatectl set-ntp true, then timedatectl status says 'System clock synchronized: "
+        "yes'; or timedatectl set-time 'YYYY-MM-DD HH:MM:SS')"
+    ]
 
 
 def space_problems(
