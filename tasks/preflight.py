@@ -74,14 +74,13 @@ preflight(
     gpu_count=d.gpu_count,
     gpu_min_memory_mib=d.gpu_min_memory_mib,
     model_dir=d.model_dir,
-    # (+ vLLM's compile cache of each replica, beside the checkpoints by default)
-    need_mib=need_mib
-    + d.checkpoint_free_margin_gib * 1024
-    + COMPILE_CACHE_MIB * max(1, d.replicas_per_box),
+    need_mib=need_mib + d.checkpoint_free_margin_gib * 1024,
     min_ram_mib=d.min_ram_mib,
     min_shm_mib=d.min_shm_mib,
     early_problem="; ".join(problems) or None,
     image_mib=image_mib,
     docker_root=docker_root,
     replicas=d.replicas_per_box,
+    compile_cache_dir=d.compile_cache_dir,
+    compile_cache_mib=COMPILE_CACHE_MIB * max(1, d.replicas_per_box),
 )

@@ -31,6 +31,8 @@ def preflight(
     image_mib: int = 0,
     docker_root: str = "/var/lib/docker",
     replicas: int = 0,
+    compile_cache_dir: str = "",
+    compile_cache_mib: int = 0,
 ):
     """
     Refuse the box, before anything on it changes, when it cannot serve the champion.
@@ -49,6 +51,8 @@ def preflight(
     + replace_driver: a working driver too old for the image may be replaced (else refused)
     + driver_source: where the kit's driver would come from (named in the refusal)
     + replicas: replicas_per_box (0: one per gpu_count cards the box has)
+    + compile_cache_dir, compile_cache_mib: vLLM's compile caches and what they may take (counted
+      on whichever disk they share, else on their own)
 
     **Example:**
 
@@ -74,8 +78,12 @@ def preflight(
         logger.warning(f"{host.name}: {idle}")
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
     space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm", docker_root])
+    cache_need = None
+    if compile_cache_dir and compile_cache_mib:
+        cache = host.get_fact(FreeSpaceMiB, paths=[compile_cache_dir])[compile_cache_dir]
+        cache_need = (compile_cache_dir, cache, compile_cache_mib)
     free, shm, ram = space[model_dir]["mib"], space["/dev/shm"]["mib"], box["mem_mib"]
-    problems += space_problems(space, model_dir, docker_root, need_mib, image_mib)
+    problems += space_problems(space, model_dir, docker_root, need_mib, image_mib, cache_need)
     if ram < min_ram_mib:
         problems.append(f"found {ram} MiB RAM, need {min_ram_mib} MiB")
     problems += clock_problems(box.get("clock_skew_s"))
@@ -122,10 +130,23 @@ def clock_problems(skew: int | None) -> list[str]:
 
 
 def space_problems(
-    space: dict, model_dir: str, docker_root: str, need_mib: int, image_mib: int
+    space: dict, model_dir: str, docker_root: str, need_mib: int, image_mib: int, cache_need=None
 ) -> list[str]:
-    """The checkpoints' disk and Docker's root (one disk or two) against what they still need."""
+    """The checkpoints' disk and Docker's root (one disk or two) against what they still need,
+    and vLLM's compile caches (`cache_need`: folder, its space, MiB) on the disk they share or
+    their own."""
     problems = []
+    if cache_need:
+        folder, cache, mib = cache_need
+        if cache["mount"] == space[model_dir]["mount"]:
+            need_mib += mib
+        elif cache["mount"] == space[docker_root]["mount"]:
+            image_mib += mib
+        elif cache["mib"] < mib:
+            problems.append(
+                f"found {cache['mib']} MiB free at {folder}, need {mib} MiB for vLLM's compile "
+                "cache (compile_cache_dir): free space there or point it elsewhere"
+            )
     free = space[model_dir]["mib"]
     shared = space[docker_root]["mount"] == space[model_dir]["mount"]
     if shared and free < need_mib + image_mib:
