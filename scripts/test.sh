@@ -11,7 +11,7 @@ scripts/setup.sh
 # and tests that share a served box or a fleet stay on one worker (tests/conftest.py).
 # LAGUNA_HARNESS_WORKERS=0 runs it in this one process. The 15 slowest tests are printed at the
 # end, so the tier's growth shows in every run.
-workers="${LAGUNA_HARNESS_WORKERS:-3}"
+workers="${LAGUNA_HARNESS_WORKERS:-4}"
 parallel=()
 if [ "$workers" != 0 ]; then
   parallel=(-n "$workers" --dist loadgroup)
