@@ -51,6 +51,13 @@ class Progress:
             self.last_byte = time.time()
         self.maybe_write()
 
+    def again(self, n: int) -> None:
+        """`n` more bytes to come: a file whose bytes were refused is fetched again, and the
+        record must not say 106 % (its first bytes stay counted as done)."""
+        with self._lock:
+            self.total += n
+        self.maybe_write(force=True)
+
     def note(self, *, file_done: bool = False, error: str = "") -> None:
         with self._lock:
             self.files_done += file_done

@@ -115,6 +115,7 @@ class Downloader:
                 names = ", ".join(sorted(used))
                 for name in used:
                     self.sources.by_name(name).bad = True
+                self.progress.again(entry["size"])
                 self.progress.note(
                     error=f"{entry['path']}: hash {exc.found} from fleet peer(s) {names}: "
                     "refused, fetched again without them"

@@ -61,3 +61,15 @@ def test_the_record_counts_files_retries_and_the_rate(tmp_path):
     )
     assert rec["last_error"] == "f: HTTP 503 from the hub" and rec["total_bytes"] == 100
     assert Progress(None, "r/x", 0, 0, 0).maybe_write(force=True) is None  # nowhere to write
+
+
+def test_a_file_fetched_again_grows_the_total_so_the_record_never_passes_100_percent(tmp_path):
+    """Issue 40: "16.0 MiB of 15.0 MiB (106 %)" while a file refused from a peer came again."""
+    from laguna_kit.boxtools.fetch.progress import Progress
+
+    p = Progress(str(tmp_path / "p.json"), "org/m", total=15 << 20, done=0, files=15)
+    p.add(15 << 20)  # every byte once, one file's refused at its hash
+    p.again(1 << 20)
+    p.add(1 << 20)  # that file again
+    rec = p.record()
+    assert rec["done_bytes"] == rec["total_bytes"] == 16 << 20
