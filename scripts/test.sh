@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 .venv/bin/python -m pytest -q tests/unit
-# The harness tier in parallel: its tests mostly wait (boots, reboots, installs, gates), so several
+# The harness tier in parallel: its tests mostly wait (boots, reboots, installs, gates), so four
 # workers share the two cores; each has its own servers, boxes and tailnet (tests/harness/paths.py),
 # and tests that share a served box or a fleet stay on one worker (tests/conftest.py).
 # LAGUNA_HARNESS_WORKERS=0 runs it in this one process. The 15 slowest tests are printed at the
