@@ -37,27 +37,19 @@ SECRETS = [
         {},
         "hf_fixture",
     ),
-    (
-        "the router's API key hashes",
-        "/etc/laguna-kit/router-api-keys.sha256",
-        None,
-        "600",
-        "router.router_configured",
-        "first-deploy-writes-and-checks-its-files",
-        {"LAGUNA_API_KEYS": "key-one-0123456789abcdef"},
-        {},
-        None,
-    ),
-    (
-        "the router's metrics key hashes",
-        "/etc/laguna-kit/router-metrics-key.sha256",
-        None,
-        "600",
-        "router.router_configured",
-        "first-deploy-writes-and-checks-its-files",
-        {"LAGUNA_API_KEYS": "key-one-0123456789abcdef"},
-        {},
-        None,
+    *(
+        (
+            f"the router's {what} hashes",
+            f"/etc/laguna-kit/{name}.sha256",
+            None,
+            "600",
+            "router.router_configured",
+            "first-deploy-writes-and-checks-its-files",
+            {"LAGUNA_API_KEYS": "key-one-0123456789abcdef"},
+            {},
+            None,
+        )
+        for what, name in (("API key", "router-api-keys"), ("metrics key", "router-metrics-key"))
     ),
     (
         "the monitor's metrics-only router key",
