@@ -15,6 +15,7 @@ import hmac
 import ipaddress
 import os
 import re
+from typing import Any
 
 from pyinfra import logger
 from pyinfra.api import OperationError
@@ -101,7 +102,7 @@ def operators(h) -> list[tuple[str, list[str] | None]]:
     ]
     tags = sorted({a for a in wanted if a.startswith("tag:")})
     if tags:
-        status = h.get_fact(TailscaleStatus) or {}
+        status = fact_of(h, TailscaleStatus) or {}
         for tag in tags:
             out.append((tag, tagged_addresses(status, tag, h.name) or None))
     return out
@@ -112,10 +113,25 @@ def host_port(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
+_ONE_AT_A_TIME: dict[str, Any] = {}
+
+
+def fact_of(other, fact, **kwargs):
+    """`other.get_fact(...)` from an operation of another host, one at a time per host: a host
+    outside `--limit` is connected on first use, and two boxes connecting it at once in the run's
+    greenlets broke its SSH session (paramiko "unhandled type 3"; the run then hung, seen in the
+    harness's cut-run drill)."""
+    from gevent.lock import Semaphore  # pyinfra's own concurrency (its hosts run as greenlets)
+
+    lock = _ONE_AT_A_TIME.setdefault(other.name, Semaphore())
+    with lock:
+        return other.get_fact(fact, **kwargs)
+
+
 def tailnet_ips(other) -> list[str] | None:
     """`other`'s tailnet addresses now (IPv4 first), or None when this run cannot tell."""
     try:
-        st = other.get_fact(TailscaleStatus)
+        st = fact_of(other, TailscaleStatus)
     except Exception as exc:  # noqa: BLE001 - an unreachable peer is reported, not fatal
         logger.warning(f"{other.name}: cannot read its tailnet addresses ({exc})")
         return None

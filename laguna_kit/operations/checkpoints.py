@@ -330,7 +330,7 @@ def peer_refusals_scrubbed(ckpts: list, model_dir: str, kit_dir: str):
     records = {}
     for other in fleet.gpu_hosts(host.state.inventory):
         try:
-            records[other.name] = other.get_fact(DownloadProgress) or []
+            records[other.name] = fleet.fact_of(other, DownloadProgress) or []
         except Exception as exc:  # noqa: BLE001 - a box this run cannot read refused nothing known
             logger.warning(f"{other.name}: cannot read its fetch records ({exc})")
     found = peer_fetch_plan.refusals(records, files)

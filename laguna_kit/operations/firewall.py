@@ -138,7 +138,7 @@ def rejoin_line(role: str, other, peers_file: str) -> str | None:
     node key as its status gives them now; when this run cannot read them, the line an earlier
     deploy left, else the name the hosts file gives it (tailscale_hostname, or its name)."""
     try:
-        me = (other.get_fact(TailscaleStatus) or {}).get("Self") or {}
+        me = (fleet.fact_of(other, TailscaleStatus) or {}).get("Self") or {}
     except Exception:  # noqa: BLE001 - unreachable: what the box already has
         me = {}
     if me.get("HostName") and me.get("PublicKey"):
