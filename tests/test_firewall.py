@@ -105,7 +105,9 @@ def test_api_answers_on_the_tailnet_only(guarded):
     # there.
     rules = b.run("nft list ruleset").stdout
     assert "table inet laguna_kit" in rules and "table inet tailscale-standin" in rules
-    assert b.run("ls -A /run/laguna-kit/secrets").stdout.strip() == ""
+    # no secret left: the folder empty, or gone (/run is a tmpfs: the driver's reboot clears it,
+    # and a run whose download ended before that reboot writes no secret after it)
+    assert b.run("ls -A /run/laguna-kit/secrets 2>/dev/null; true").stdout.strip() == ""
 
 
 def test_rerun_changes_nothing(guarded, deploy):
