@@ -17,9 +17,11 @@ import os
 import re
 from typing import Any
 
+from gevent.lock import Semaphore  # pyinfra's own concurrency: its hosts run as greenlets
 from pyinfra import logger
 from pyinfra.api import OperationError
 
+from ..boxtools import rejoin
 from ..facts.network import TailscaleStatus
 
 
@@ -48,10 +50,7 @@ def gpu_hosts(inventory) -> list:
 
 # Tailscale's address ranges (its CGNAT range and its IPv6 ULA prefix): a tailnet address is in
 # one of them, whatever a box's `tailscale status` says.
-TAILNET_RANGES = (
-    ipaddress.ip_network("100.64.0.0/10"),
-    ipaddress.ip_network("fd7a:115c:a1e0::/48"),
-)
+TAILNET_RANGES = rejoin.TAILNET_RANGES  # one definition, the box tools' (standard library only)
 
 
 def tailnet_addresses(status: dict, who: str) -> list[str]:
@@ -121,21 +120,26 @@ def fact_of(other, fact, **kwargs):
     outside `--limit` is connected on first use, and two boxes connecting it at once in the run's
     greenlets broke its SSH session (paramiko "unhandled type 3"; the run then hung, seen in the
     harness's cut-run drill)."""
-    from gevent.lock import Semaphore  # pyinfra's own concurrency (its hosts run as greenlets)
-
     lock = _ONE_AT_A_TIME.setdefault(other.name, Semaphore())
     with lock:
         return other.get_fact(fact, **kwargs)
 
 
-def tailnet_ips(other) -> list[str] | None:
-    """`other`'s tailnet addresses now (IPv4 first), or None when this run cannot tell."""
+def tailnet_status(other) -> dict | None:
+    """`other`'s `tailscale status` now ({} when tailscaled is not up), None when this run cannot
+    read it."""
     try:
-        st = fact_of(other, TailscaleStatus)
+        return fact_of(other, TailscaleStatus) or {}
     except Exception as exc:  # noqa: BLE001 - an unreachable peer is reported, not fatal
         logger.warning(f"{other.name}: cannot read its tailnet addresses ({exc})")
         return None
-    if st.get("BackendState") != "Running":
+
+
+def tailnet_ips(other, status: dict | None = None) -> list[str] | None:
+    """`other`'s tailnet addresses now (IPv4 first), or None when this run cannot tell
+    (`status`: its tailnet status when the caller read it already)."""
+    st = tailnet_status(other) if status is None else status
+    if not st or st.get("BackendState") != "Running":
         return None
     return tailnet_addresses(st, other.name) or None
 

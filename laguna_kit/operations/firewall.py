@@ -12,7 +12,7 @@ from pyinfra.facts.server import Users
 from ..boxtools import rejoin
 from ..domain import fleet
 from ..domain.box_commands import tool_command
-from ..facts.network import FirewallState, Listeners, TailscaleStatus
+from ..facts.network import FirewallState, Listeners
 from ..run import deploy_lock, memo
 from .files import files_synced
 
@@ -21,15 +21,25 @@ def _named(hosts) -> list[tuple[str, list[str] | None]]:
     return [(fleet.server_name(h.name), fleet.tailnet_ips(h)) for h in hosts]
 
 
+def _one(other):
+    """(name, addresses) of a one-host role, and (the host, its tailnet status): one read serves
+    both the set's elements and the line the firewall watch finds it again by."""
+    if other is None:
+        return [], None
+    status = fleet.tailnet_status(other)
+    named = [(fleet.server_name(other.name), fleet.tailnet_ips(other, status or {}))]
+    return named, (other, status)
+
+
 def _router(h):
-    router = fleet.router_of(h.state.inventory)
-    return _named([router] if router is not None else []), "this box's API", router
+    named, single = _one(fleet.router_of(h.state.inventory))
+    return named, "this box's API", single
 
 
 def _monitor(h):
     what = "node exporter" + (" and the metrics relay" if "gpu" in fleet.roles(h) else "")
-    monitor = fleet.monitor_of(h.state.inventory)
-    return _named([monitor] if monitor is not None else []), what, monitor
+    named, single = _one(fleet.monitor_of(h.state.inventory))
+    return named, what, single
 
 
 def _other_gpu_boxes(what):
@@ -45,7 +55,7 @@ def _operators(h):
 
 
 # role -> (the (name, tailnet addresses or None) of that role for host h; what they may reach
-# here; the host when the role is one host: the firewall watch lets it in again by name)
+# here; for a one-host role (the host, its tailnet status): the firewall watch lets it in again)
 ROLES = {
     "router": _router,
     "monitor": _monitor,
@@ -84,7 +94,7 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
     if role not in ROLES:
         raise OperationError(f"fleet_peers_allowed: role {role!r} is not one of {sorted(ROLES)}")
     others, what, single = ROLES[role](host)
-    rejoin = rejoin_line(role, single, peers_file) if single is not None else None
+    rejoin = rejoin_line(role, single[0], single[1], peers_file) if single is not None else None
     known: list[tuple[str, list[str]]] = []
     unknown: list[tuple[str, list[str]]] = []
     for name, ips in others:
@@ -133,14 +143,11 @@ def fleet_peers_allowed(role: str, kit_dir: str, rules: str, peers_file: str):
     yield tool_command(kit_dir, "laguna_firewall.py", "confirm", rules)
 
 
-def rejoin_line(role: str, other, peers_file: str) -> str | None:
+def rejoin_line(role: str, other, status: dict | None, peers_file: str) -> str | None:
     """The line the firewall watch finds `other` again by (boxtools/rejoin.py): its tailnet name and
-    node key as its status gives them now; when this run cannot read them, the line an earlier
+    node key as its `status` gives them now; when this run cannot read them, the line an earlier
     deploy left, else the name the hosts file gives it (tailscale_hostname, or its name)."""
-    try:
-        me = (fleet.fact_of(other, TailscaleStatus) or {}).get("Self") or {}
-    except Exception:  # noqa: BLE001 - unreachable: what the box already has
-        me = {}
+    me = (status or {}).get("Self") or {}
     if me.get("HostName") and me.get("PublicKey"):
         return rejoin.rejoin_line(f"fleet_{role}", str(me["HostName"]), str(me["PublicKey"]))
     for line in host.get_fact(FileContents, path=peers_file) or []:
