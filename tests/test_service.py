@@ -87,6 +87,27 @@ def test_first_deploy_downloads_while_the_driver_installs(served):
     assert "--> Time per step" in first.output and "tasks/driver.py" in first.output
 
 
+def gpu_devices_survive_a_reload(b, container, cards):
+    """The container was given its cards' device nodes by docker itself (NVIDIA's documented way
+    out of "Failed to initialize NVML: Unknown Error" after `systemctl daemon-reload`), and can
+    still open one after a reload: ENXIO (no driver behind the stand-in node on this kernel) where
+    a device cgroup that lost it would say EPERM. This harness's Docker runs the cgroupfs driver
+    (cgroup v1), so the reload is real but cannot take the devices away as systemd's driver
+    would: the named devices are what is proved."""
+    devices = json.loads(
+        b.run(f"docker inspect {container} --format '{{{{json .HostConfig.Devices}}}}'").stdout
+    )
+    named = {d["PathOnHost"] for d in devices or []}
+    assert {"/dev/nvidiactl", *(f"/dev/nvidia{i}" for i in cards)} <= named, named
+    probe = (
+        f"docker exec {container} python3 -c \"import os\ntry: os.open('/dev/nvidia{max(cards)}', "
+        f'os.O_RDWR)\nexcept OSError as e: print(e.errno)"'
+    )
+    assert b.run(probe).stdout.strip() == "6"  # ENXIO
+    b.run("systemctl daemon-reload")
+    assert b.run(probe).stdout.strip() == "6"
+
+
 def releases(b):
     return b.run(f"{RELEASE} list").stdout
 
@@ -95,6 +116,7 @@ def test_converge_serves_laguna_through_the_unit(served, deploy):
     b, first = served
     assert b.run("systemctl is-active laguna-vllm").stdout.strip() == "active"
     assert b.run("systemctl show laguna-vllm -p Restart --value").stdout.strip() == "always"
+    gpu_devices_survive_a_reload(b, "vllm-laguna", cards=range(4))
     models = json.loads(b.run("curl -sf http://127.0.0.1:8080/v1/models").stdout)
     assert models["data"][0]["id"] == "laguna" and models["data"][0]["max_model_len"] == 204800
     log = b.run("journalctl -u laguna-vllm --no-pager").stdout

@@ -28,6 +28,7 @@ BOX_TOOLS = {
     "laguna_metrics_relay.py": "metricsrelay",
     "laguna_router_agent.py": "routeragent",
     "laguna_scrub.py": "fetch.scrub",
+    "laguna_gpu_devices.py": "gpudevices",
 }
 VENV_TOOLS = {"laguna_fetch.py", "laguna_gate.py"}
 

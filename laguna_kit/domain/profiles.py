@@ -100,6 +100,11 @@ def _getter(d):
     return d.get if isinstance(d, dict) else lambda k, default=None: getattr(d, k, default)
 
 
+def cards_of(get) -> str:
+    """Each replica's own cards, first as the recipe lists them (replica 1: 0..gpu_count-1)."""
+    return get("cuda_visible_devices") or ",".join(str(i) for i in range(int(get("gpu_count"))))
+
+
 def profile_of(d) -> dict:
     """The serving mode's row with `serving_overrides` applied: what the unit, the router's
     maxconn and the deploy's summary all read. `d`: host.data or a dict of the knobs."""
@@ -136,10 +141,11 @@ def render(d, image_digest: str | None = None) -> Serving:
     ]
     extra_args = list(get("vllm_extra_args") or [])
     network_env = get("container_network_env") or {}
-    # Each replica's own cards, first as the recipe lists them (replica 1: 0..gpu_count-1).
-    cards = get("cuda_visible_devices") or ",".join(str(i) for i in range(int(get("gpu_count"))))
     env = {
-        "CUDA_VISIBLE_DEVICES": cards,
+        "CUDA_VISIBLE_DEVICES": cards_of(get),
+        # CUDA numbers the cards as nvidia-smi does (its default puts the fastest first), so a
+        # replica's cards are the ones whose device nodes its container is given.
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         **get("container_env"),
         **network_env,
         **(get("container_extra_env") or {}),
@@ -282,7 +288,18 @@ def wrap(words: list[str], width: int = 96) -> str:
 def render_release(knobs: dict, digest: str | None) -> tuple[dict, str]:
     """(release.json spec, unit text with @RELEASE@ for the number) for the knobs' serving mode."""
     serving = render(knobs, digest)
-    exec_start = wrap([systemd_quote(a) for a in ["/usr/bin/docker", *serving.argv()[1:]]])
+    # docker starts through the box tool that names the replica's GPU device nodes to it
+    # (boxtools/gpudevices.py: a systemctl daemon-reload then keeps the container's GPUs).
+    devices = [
+        "/usr/bin/python3",
+        f"{knobs['kit_dir']}/bin/laguna_gpu_devices.py",
+        "--cards",
+        cards_of(_getter(knobs)),
+        "--",
+    ]
+    exec_start = wrap(
+        [systemd_quote(a) for a in [*devices, "/usr/bin/docker", *serving.argv()[1:]]]
+    )
     template = jinja2.Template(
         (KIT_ROOT / "files/laguna-vllm.service.j2").read_text(),
         undefined=jinja2.StrictUndefined,

@@ -27,6 +27,7 @@ NOT_KNOBS = {
     "files_metadata": "huggingface_hub's model_info argument",
     "http_get": "huggingface_hub's downloader function",
     "laguna_kit": "the kit's package",
+    "minor_number": "an nvidia-smi --query-gpu field",
     "int4_per_token_head": "a vLLM --kv-cache-dtype value",
     "turboquant_k8v4": "a vLLM --kv-cache-dtype value",
     "invalid_api_key": "the router's error code",

@@ -43,8 +43,9 @@ def test_eight_cards_make_two_replicas_on_their_own_cards_ports_units_and_state(
 # The champion's unit as the kit renders it (group_data's defaults and DIGEST): a different hash
 # means every box restarts on its next deploy after a kit upgrade. Replicas (0326c75) left it as
 # it was; issue 38 changed it once on purpose (HF_MODULES_CACHE outside the read-only mount,
-# vLLM's compile cache kept on the box): from 3bc4b6c4... to this.
-BEFORE_REPLICAS = "eaa9bad5c418894cf50f864a7d6653b9a98e8a19d373bf394f1e6cce002b37ae"
+# vLLM's compile cache kept on the box): from 3bc4b6c4... to eaa9bad5..., and once more (docker
+# started through laguna_gpu_devices.py, CUDA_DEVICE_ORDER=PCI_BUS_ID) to this.
+BEFORE_REPLICAS = "8f3ad8d3fb94ae383792367cbf5f8c4ba34aaccf2a0db0df9ff5b52c4f4f817b"
 
 
 def test_replica_one_of_a_four_card_box_renders_exactly_as_before():
