@@ -34,6 +34,7 @@ HUB_PORT = 18482 + _OFFSET
 REGISTRY_PORT = 18483 + _OFFSET
 HUB_TOKEN = "hf_standinHarnessToken0123456789abcdef"
 STANDIN_VLLM = Path(__file__).parent / "standin_vllm" / "vllm_standin.py"
+VLLM_FACTS = STANDIN_VLLM.parent / "vllm_0_25_1.py"  # what the real vLLM accepts and exports
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -169,7 +170,10 @@ def ensure_standin_image() -> None:
     ref = kit_image()
     repo, tag = ref.rsplit(":", 1)
     digest = hashlib.sha256(
-        STANDIN_VLLM.read_bytes() + str(rootfs.image_rootfs()).encode() + repr(IMAGE_ENV).encode()
+        STANDIN_VLLM.read_bytes()
+        + VLLM_FACTS.read_bytes()
+        + str(rootfs.image_rootfs()).encode()
+        + repr(IMAGE_ENV).encode()
     ).hexdigest()[:16]
     stamp = cache_dir() / "registry" / ".standin-image"
     if stamp.exists() and stamp.read_text() == f"{ref} {digest}\n" and _registry_has(repo, tag):
@@ -188,6 +192,7 @@ def ensure_standin_image() -> None:
             if item.name not in (".complete", "proc", "sys", "dev"):
                 tar.add(item, arcname=item.name, filter=lambda ti: None if ti.name in skip else ti)
         tar.add(STANDIN_VLLM, arcname="opt/standin/vllm_standin.py")
+        tar.add(VLLM_FACTS, arcname=f"opt/standin/{VLLM_FACTS.name}")
     with _host_dockerd() as docker:
         target = f"127.0.0.1:{REGISTRY_PORT}/{repo}:{tag}"
         _check(

@@ -29,6 +29,22 @@ Takes the same command line the kit gives the real image (``<model> --flag value
   ``vllm:inter_token_latency_seconds`` (one per engine step: several tokens under a drafter),
   ``vllm:request_time_per_output_token_seconds`` (one per request) and
   ``vllm:e2e_request_latency_seconds`` with vLLM's buckets.
+
+Where each behaviour the kit relies on is in vLLM 0.25.1's own code (the wheel from PyPI):
+- options: an unknown one ends the start, exit 2, "vllm serve: error: unrecognized arguments"
+  (argparse; the list in vllm_0_25_1.FLAGS from vllm/engine/arg_utils.py,
+  vllm/entrypoints/openai/cli_args.py, vllm/entrypoints/cli/serve.py);
+- /health: 200 with an empty body, 503 once the engine is dead
+  (vllm/entrypoints/serve/instrumentator/health.py);
+- /v1/models: a ModelList of ModelCard {id, object "model", created, owned_by "vllm", root,
+  parent, max_model_len, permission} (vllm/entrypoints/openai/engine/protocol.py);
+- chat: message {role, content (null when the reply ends inside the thinking), reasoning,
+  tool_calls} (vllm/entrypoints/openai/chat_completion/protocol.py, ChatMessage); usage
+  {prompt_tokens, total_tokens, completion_tokens} (engine/protocol.py, UsageInfo), in a stream
+  as the last chunk when stream_options.include_usage is set;
+- metrics: the names and types in vllm_0_25_1.METRICS (vllm/v1/metrics/loggers.py,
+  vllm/v1/spec_decode/metrics.py); the fast tier checks this file's /metrics against them
+  (tests/unit/test_vllm_facts.py).
 """
 
 import hashlib
@@ -544,7 +560,24 @@ def load_remote_code(path):
     log(f"checkpoint code cached in {modules}")
 
 
+def refuse_unknown_flags():
+    """As vLLM 0.25.1's argparse parser: an option it does not have ends the start (exit 2) before
+    anything loads. Its options: vllm_0_25_1.FLAGS, read from the wheel; a boolean also takes
+    --no-<name> (BooleanOptionalAction)."""
+    from vllm_0_25_1 import FLAGS as REAL
+
+    given = [f"--{k}" for k in [*FLAGS, *ARGS["switches"]]]
+    unknown = [
+        f for f in given if f not in REAL and not (f.startswith("--no-") and f"--{f[5:]}" in REAL)
+    ]
+    if unknown:
+        print("usage: vllm serve [model_tag] [options]", file=sys.stderr)
+        print(f"vllm serve: error: unrecognized arguments: {' '.join(unknown)}", file=sys.stderr)
+        sys.exit(2)
+
+
 def main():
+    refuse_unknown_flags()
     # PID 1 in the container ignores SIGTERM unless it asks for it; vLLM shuts down on it.
     signal.signal(signal.SIGTERM, lambda *_: (log("shutting down (SIGTERM)"), os._exit(0)))
     for label, path in (("model", MODEL), ("speculative model", (SPEC or {}).get("model"))):
