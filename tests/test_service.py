@@ -108,6 +108,32 @@ def gpu_devices_survive_a_reload(b, container, cards):
     assert b.run(probe).stdout.strip() == "6"
 
 
+def restart_seconds(b) -> float:
+    """From `systemctl restart` to /health answering 200, measured on the box."""
+    out = b.run(
+        "t0=$(date +%s.%N); systemctl restart laguna-vllm; "
+        "until curl -sf -o /dev/null http://127.0.0.1:8080/health; do sleep 0.1; done; "
+        "echo $(date +%s.%N) $t0"
+    ).stdout.split()
+    return float(out[0]) - float(out[1])
+
+
+def test_a_restart_loads_the_compile_cache_instead_of_compiling(served):
+    """vLLM's compile cache is kept per replica and image on the box (issue 38 #4): a restart
+    loads it; the same restart without it compiles again (BENCHMARKS.md has the figures)."""
+    b, _ = served
+    since = b.run("date +%s").stdout.strip()
+    kept = restart_seconds(b)
+    log = b.run(f"journalctl -u laguna-vllm --since @{since} --no-pager").stdout
+    assert "Directly load the compiled graph(s) from the cache" in log, log[-2000:]
+    b.run("rm -rf /var/cache/laguna-kit/vllm-compile/vllm-laguna/*/torch_compile_cache")
+    since = b.run("date +%s").stdout.strip()
+    cold = restart_seconds(b)
+    log = b.run(f"journalctl -u laguna-vllm --since @{since} --no-pager").stdout
+    assert "torch.compile takes" in log, log[-2000:]
+    print(f"restart to /health 200: {kept:.1f} s with the compile cache, {cold:.1f} s without")
+
+
 def releases(b):
     return b.run(f"{RELEASE} list").stdout
 

@@ -112,3 +112,29 @@ def test_the_known_gaps_are_the_ones_the_kit_detects():
         if min(version(TABLE["tools"][e["tool"]][d]) for d in DISTROS) < version(e["since"])
     }
     assert gaps == {("nginx", "-e"), ("promtool", "--syntax-only")}
+
+
+@pytest.mark.parametrize("entry", TABLE["config"], ids=lambda e: f"{e['tool']} {e['key']}")
+def test_each_config_key_near_the_floor_is_in_the_oldest_supported_version(entry):
+    tool = TABLE["tools"][entry["tool"]]
+    assert entry["key"] in (KIT_ROOT / entry["where"]).read_text(), entry["where"]
+    assert min(version(tool[d]) for d in DISTROS) >= version(entry["since"]), entry
+
+
+def test_every_unit_directive_is_in_the_oldest_supported_systemd():
+    units = [
+        p
+        for p in (KIT_ROOT / "files").iterdir()
+        if p.suffix in (".service", ".timer", ".socket", ".conf", ".j2") and "nginx" not in p.name
+    ]
+    used = {
+        m
+        for p in units
+        for m in re.findall(r"^([A-Z][A-Za-z]+)=", p.read_text(), re.M)
+        if "[Unit]" in p.read_text() or "[Service]" in p.read_text()
+    }
+    known = TABLE["systemd_directives"]
+    assert {"DynamicUser", "StartLimitIntervalSec"} <= used
+    assert sorted(used - set(known)) == []
+    floor = min(version(TABLE["tools"]["systemctl"][d]) for d in DISTROS)
+    assert {d: v for d, v in known.items() if version(v) > floor} == {}
