@@ -75,7 +75,7 @@ nvidia_driver_open: flag() = False  # the open kernel modules instead of the pro
 nvidia_driver_replace: flag() = False  # install the kit's driver over a working one too old for the image (else the pre-flight refuses, naming both)
 nvidia_allow_reboot: flag() = False  # a driver install needs a reboot; the kit reboots only when you allow it
 nvidia_reboot_timeout_s: integer(60, 7200) = 600  # how long the reboot after the driver may take: servers with many GPUs can POST for minutes
-nvidia_cuda_repo: url() = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA's CUDA repository: Debian 12's only source of R580 (laguna_kit/domain/package_sources.py)
+nvidia_cuda_repo: url() = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA's CUDA repository: Debian 12's and 13's only source of R580 (laguna_kit/domain/package_sources.py)
 
 # --- container_toolkit: NVIDIA Container Toolkit -----------------------------------------------
 nvidia_toolkit_repo: url() = "https://nvidia.github.io/libnvidia-container/stable/deb"  # NVIDIA's own apt repo
@@ -83,7 +83,7 @@ nvidia_toolkit_key_url: url() = "https://nvidia.github.io/libnvidia-container/gp
 nvidia_toolkit_version: DEBIAN_VERSION = "1.17.8-1"  # pinned: a toolkit upgrade rewrites runtime hooks under running GPUs
 
 # --- docker: the engine ------------------------------------------------------------------------
-docker_package: DEB_NAME = "docker.io"  # the distribution's engine: same channel on Debian 12 and Ubuntu 22.04/24.04
+docker_package: DEB_NAME = "docker.io"  # the distribution's engine: same channel on Debian 12/13 and Ubuntu 22.04/24.04
 docker_daemon_config: json_like() = {}  # merged into /etc/docker/daemon.json (never replaces keys others wrote)
 docker_group_users: listof(USER) = []  # login users to add to the docker group (root-equivalent: opt in by name)
 

@@ -123,6 +123,35 @@ DRIVERS: dict[str, dict[str, Any]] = {
     },
 }
 DRIVERS["ubuntu24.04"] = DRIVERS["ubuntu22.04"]
+# Debian 13 as Debian 12, from NVIDIA's repository for debian13 (it exists with cuda-keyring 1.1-1;
+# public installers use nvidia-driver-pinning-<branch> and nvidia-driver-cuda / nvidia-open there,
+# and its index holds libcuda1 as a package of its own). Its signing key's file name is not
+# confirmed here (3bf863cc.pub, as debian12's, or 8793F200.pub, which one public installer
+# fetches for debian13): the box keeps every one of the two the repository serves, so apt trusts
+# whichever signs it.
+DRIVERS["debian13"] = dict(
+    DRIVERS["debian12"],
+    channel="NVIDIA's CUDA repository for debian13",
+    repo="{cuda_repo}/debian13/x86_64/",
+    key=("{cuda_repo}/debian13/x86_64/3bf863cc.pub", "{cuda_repo}/debian13/x86_64/8793F200.pub"),
+)
+# What the kit supports, as the pre-flight names it (a distribution without a driver row is refused
+# before any change).
+SUPPORTED = {
+    "debian12": "Debian 12",
+    "debian13": "Debian 13",
+    "ubuntu22.04": "Ubuntu 22.04",
+    "ubuntu24.04": "Ubuntu 24.04",
+}
+
+
+def supported_problem(distro: Distro) -> str | None:
+    """None for a distribution the kit supports, else the refusal naming the ones it does."""
+    if distro.key in SUPPORTED:
+        return None
+    found = f"{distro.id or 'an unknown system'} {distro.version}".strip()
+    names = list(SUPPORTED.values())
+    return f"found {found}, the kit supports {', '.join(names[:-1])} and {names[-1]}"
 
 
 def kernel_flavour(installed) -> str | None:
@@ -141,7 +170,7 @@ def kernel_flavour(installed) -> str | None:
 class DriverPlan:
     channel: str
     repo: str | None  # an apt source line's URL to add (None: the distribution's own archive)
-    key: str | None
+    key: str | tuple[str, ...] | None  # candidates: every one the repository serves is kept
     first: list[str] = field(default_factory=list)  # installed before the driver (branch pinning)
     packages: list[str] = field(default_factory=list)
     headers: str | None = None  # the headers metapackage: the next kernel gets a module too
@@ -152,6 +181,14 @@ class DriverPlan:
     @property
     def hold(self) -> list[str]:
         return [p for p in [*self.first, *self.packages] if p not in self.not_held]
+
+
+def _format_key(key, names: dict) -> str | tuple[str, ...] | None:
+    if not key:
+        return None
+    if isinstance(key, str):
+        return key.format(**names)
+    return tuple(k.format(**names) for k in key)
 
 
 def driver_plan(
@@ -188,7 +225,7 @@ def driver_plan(
     return DriverPlan(
         channel=row["channel"],
         repo=row["repo"].format(**names) if row.get("repo") else None,
-        key=row["key"].format(**names) if row.get("key") else None,
+        key=_format_key(row.get("key"), names),
         first=[p.format(**names) for p in row.get("first", [])],
         packages=packages,
         headers=None

@@ -88,7 +88,7 @@ def private(mode: str) -> bool:
 @operation()
 def files_synced(
     files: list[tuple[bytes, str, str]],
-    fetched: list[tuple[str, str, str]] | tuple = (),
+    fetched: list[tuple[str | tuple[str, ...], str, str]] | tuple = (),
     validate: dict[str, str] | None = None,
     removed: list[str] | tuple = (),
 ):
@@ -100,7 +100,8 @@ def files_synced(
     + files: (content, destination, mode) of each file; a mode may name the file's group
       ("640:prometheus", else root's); a file others may not read goes on a command's stdin,
       never by upload
-    + fetched: (URL, destination, mode) of files the box downloads itself when they are missing
+    + fetched: (URL or candidate URLs, destination, mode) of files the box downloads itself when
+      they are missing
       (signing keys), before the files above; like ``files.download`` without a hash, an existing
       one is kept; an armored key fetched for a ``.gpg`` keyring is stored dearmored
     + validate: destination -> a command that must pass on the new file (``%s``: its temporary
@@ -139,7 +140,7 @@ def stale(seen: dict, files: list[tuple[bytes, str, str]]) -> list[tuple[bytes, 
 def writes(
     seen: dict,
     files: list[tuple[bytes, str, str]],
-    fetched: list[tuple[str, str, str]] | tuple = (),
+    fetched: list[tuple[str | tuple[str, ...], str, str]] | tuple = (),
     validate: dict[str, str] | None = None,
     removed: list[str] | tuple = (),
 ):
@@ -166,9 +167,12 @@ def writes(
         yield "rm -f " + shlex.join(gone)
 
 
-def fetch_command(url: str, dest: str, mode: str) -> str:
+def fetch_command(url: str | tuple[str, ...], dest: str, mode: str) -> str:
     """The box downloads `url` to `dest` itself (a signing key): an armored key fetched for a
-    `.gpg` keyring is stored dearmored (apt reads an armored key only from a `.asc` file)."""
+    `.gpg` keyring is stored dearmored (apt reads an armored key only from a `.asc` file). Several
+    URLs (candidates, for a `.gpg` keyring): every one that answers is kept, one keyring."""
+    if not isinstance(url, str):
+        return _fetch_any(url, dest, mode)
     q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
     dearmor = (
         f" && if grep -q -- '-----BEGIN PGP' {q_tmp}; then gpg --batch --yes --dearmor "
@@ -178,6 +182,30 @@ def fetch_command(url: str, dest: str, mode: str) -> str:
     )
     return (
         f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)}{dearmor} && "
+        f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {q_dest}"
+    )
+
+
+def _fetch_any(urls: tuple[str, ...], dest: str, mode: str) -> str:
+    """Each candidate key fetched (a 404 skipped), dearmored, and the ones found joined into one
+    binary keyring (apt trusts any key in a Signed-By keyring); none found fails, naming them."""
+    if not dest.endswith(".gpg"):
+        raise ValueError(f"candidate URLs need a binary .gpg keyring, not {dest}")
+    tmp = f"{dest}.laguna-new"
+    parts = [f"{tmp}.{i}" for i in range(len(urls))]
+    fetch = "; ".join(
+        f"curl -fsSL --retry 3 -o {shlex.quote(p)} {shlex.quote(u)} || rm -f {shlex.quote(p)}"
+        for p, u in zip(parts, urls, strict=True)
+    )
+    join = (
+        f'for f in {shlex.join(parts)}; do [ -s "$f" ] || continue; '
+        'if grep -q -- \'-----BEGIN PGP\' "$f"; then gpg --batch --yes --dearmor -o "$f.bin" '
+        f'"$f" && mv -f "$f.bin" "$f"; fi; cat "$f" >> {shlex.quote(tmp)}; rm -f "$f"; done'
+    )
+    none = shlex.quote(f"none of {', '.join(urls)} could be fetched")
+    q_tmp, q_dest = shlex.quote(tmp), shlex.quote(dest)
+    return (
+        f"rm -f {q_tmp}; {fetch}; {join}; [ -s {q_tmp} ] || {{ echo {none} >&2; exit 1; }}; "
         f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {q_dest}"
     )
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyinfra import host, logger
 from pyinfra.api import OperationError, operation
 from pyinfra.facts.server import LinuxDistribution
 
-from ..domain import hardware, images
+from ..domain import hardware, images, package_sources
 from ..domain.replicas import gpus_seen
 from ..facts.nvidia import NvidiaSmiGpus
 from ..facts.server import BoxBasics, FreeSpaceMiB
 from ..run import deploy_lock, memo, reboot
-
-SUPPORTED_OS = {("Debian", 12), ("Ubuntu", 22), ("Ubuntu", 24)}
 
 
 @operation()
@@ -64,11 +64,9 @@ def preflight(
     problems = [early_problem] if early_problem else []
     box = memo.fact(host, BoxBasics)
     distro = memo.fact(host, LinuxDistribution)
-    if (distro.get("name"), distro.get("major")) not in SUPPORTED_OS:
-        problems.append(
-            f"found {distro.get('name')} {distro.get('major')}, need Debian 12 or Ubuntu "
-            f"22.04/24.04"
-        )
+    unsupported = os_problem(distro)
+    if unsupported:
+        problems.append(unsupported)
     if box["arch"] != "x86_64":
         problems.append(f"found {box['arch']}, need x86_64")
     gpus, source = gpus_seen(host)
@@ -112,6 +110,19 @@ def preflight(
 
 
 CLOCK_SKEW_MAX_S = 300  # NTP keeps a box within a second; five minutes off is no rounding
+
+
+def os_problem(distro: Mapping) -> str | None:
+    """The refusal of a distribution the kit does not support (None when it does), from
+    os-release (pyinfra's LinuxDistribution; its name and version where os-release is silent)."""
+    meta = dict(distro.get("release_meta") or {})
+    name, major, minor = (distro.get(k) for k in ("name", "major", "minor"))
+    if not meta.get("VERSION_ID"):
+        ubuntu = minor is not None and name == "Ubuntu"
+        meta["VERSION_ID"] = f"{major}.{minor:02d}" if ubuntu else ("" if major is None else major)
+    meta.setdefault("ID", (name or "").lower())
+    problem = package_sources.supported_problem(package_sources.distro_of(meta))
+    return problem and problem.replace(f"found {meta['ID']} ", f"found {name or meta['ID']} ", 1)
 
 
 def clock_problems(skew: int | None) -> list[str]:

@@ -7,6 +7,7 @@ from laguna_kit.domain import package_sources
 from laguna_kit.knobs import declared
 
 DEBIAN12 = {"ID": "debian", "VERSION_ID": "12", "VERSION_CODENAME": "bookworm"}
+DEBIAN13 = {"ID": "debian", "VERSION_ID": "13", "VERSION_CODENAME": "trixie"}
 UBUNTU2204 = {
     "ID": "ubuntu",
     "VERSION_ID": "22.04",
@@ -116,6 +117,34 @@ def test_ubuntu_under_secure_boot_without_a_generic_kernel_meta_says_so():
     assert p.packages[0] == "linux-modules-nvidia-580-server-6.8.0-45-generic"
 
 
+def test_debian13_gets_debian12s_packages_from_the_debian13_repository_with_either_key():
+    p, twelve = plan(DEBIAN13, kernel="6.12.48+deb13-amd64"), plan(DEBIAN12)
+    repo = "https://developer.download.nvidia.com/compute/cuda/repos/debian13/x86_64/"
+    assert p.repo == repo and p.channel == "NVIDIA's CUDA repository for debian13"
+    assert p.key == (f"{repo}3bf863cc.pub", f"{repo}8793F200.pub")  # whichever signs it
+    assert (p.first, p.packages, p.headers) == (twelve.first, twelve.packages, twelve.headers)
+    assert package_sources.CUDA_LIST.format(distro="debian13").endswith("cuda-debian13-x86_64.list")
+
+
+@pytest.mark.parametrize(
+    "meta, said",
+    [
+        ({"ID": "ubuntu", "VERSION_ID": "26.04"}, "found ubuntu 26.04"),
+        ({"ID": "ubuntu", "VERSION_ID": "22.10"}, "found ubuntu 22.10"),
+        ({"ID": "debian", "VERSION_ID": "14"}, "found debian 14"),
+        ({"ID": "debian"}, "found debian"),  # testing/sid has no VERSION_ID
+        ({}, "found an unknown system"),
+    ],
+)
+def test_a_distribution_the_kit_does_not_know_is_refused_naming_the_four_it_supports(meta, said):
+    problem = package_sources.supported_problem(package_sources.distro_of(meta))
+    assert problem.startswith(said)
+    assert problem.endswith("supports Debian 12, Debian 13, Ubuntu 22.04 and Ubuntu 24.04")
+    for known in (DEBIAN12, DEBIAN13, UBUNTU2204, UBUNTU2404):
+        assert package_sources.supported_problem(package_sources.distro_of(known)) is None
+    assert set(package_sources.SUPPORTED) == set(package_sources.DRIVERS)
+
+
 def test_an_unsupported_distribution_is_named():
     with pytest.raises(package_sources.SourceError, match="no driver source for debian 11"):
         plan({"ID": "debian", "VERSION_ID": "11", "VERSION_CODENAME": "bullseye"})
@@ -125,6 +154,7 @@ def test_an_unsupported_distribution_is_named():
     "meta, repo, codename",
     [
         (DEBIAN12, "https://pkgs.tailscale.com/stable/debian", "bookworm"),
+        (DEBIAN13, "https://pkgs.tailscale.com/stable/debian", "trixie"),
         (UBUNTU2204, "https://pkgs.tailscale.com/stable/ubuntu", "jammy"),
         (UBUNTU2404, "https://pkgs.tailscale.com/stable/ubuntu", "noble"),
     ],
