@@ -19,6 +19,8 @@ if router:
     steps.include("tasks/router_keys.py")  # refuse a router without API keys before any change
 if gpu:
     steps.include("tasks/preflight.py")  # refuse wrong hardware or driver before anything changes
+else:
+    steps.include("tasks/distribution.py")  # refuse a distribution the kit does not know
 steps.include("tasks/lock.py")  # one deploy at a time (a killed run frees it)
 steps.include("tasks/base.py")  # curl, ca-certificates, gnupg: what later steps fetch with
 steps.include("tasks/box_tools.py")  # the kit's downloader, release manager, gate, firewall loader

@@ -112,6 +112,26 @@ def preflight(
 CLOCK_SKEW_MAX_S = 300  # NTP keeps a box within a second; five minutes off is no rounding
 
 
+@operation()
+def distribution_supported():
+    """
+    Refuse a host without GPUs (a router, monitor or cache host: no pre-flight) whose distribution
+    the kit does not support, before anything on it changes, naming the ones it does.
+
+    **Example:**
+
+    .. code:: python
+
+        distribution_supported(name="A distribution the kit supports")
+    """
+    distro = memo.fact(host, LinuxDistribution)
+    problem = os_problem(distro)
+    if problem:
+        raise OperationError(f"refused {host.name}: {problem}. Nothing on the box was changed.")
+    host.noop(f"{distro.get('name')} {distro.get('major')} is supported")
+    yield from ()
+
+
 def os_problem(distro: Mapping) -> str | None:
     """The refusal of a distribution the kit does not support (None when it does), from
     os-release (pyinfra's LinuxDistribution; its name and version where os-release is silent)."""
