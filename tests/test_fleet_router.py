@@ -341,9 +341,11 @@ def test_a_box_drained_by_hand_gets_nothing_new_until_undrained(fleet, deploy):
     boxes, router, _ = fleet
     b = boxes[1]
     try:
-        out = b.run("python3 /opt/laguna-kit/bin/laguna_release.py drain").stdout
-        assert "drained" in out
-        assert server_state(router, b.name) == "DRAIN"  # the command returns once the router saw it
+        drained = deploy([*boxes, router], "tasks/drain.py", args=["--limit", b.name])
+        assert drained.ok and drained.changed(b.name), drained.explain()
+        assert server_state(router, b.name) == "DRAIN"  # the task returns once the router saw it
+        again = deploy([*boxes, router], "tasks/drain.py", args=["--limit", b.name])
+        assert again.ok and again.changed() == [], again.explain()  # drained already
         before = served(router)
         for i in range(12):
             client(router, "--count", "1", "--key", ROUTER_KEYS[0], "--session", f"d-{i}")
@@ -354,7 +356,7 @@ def test_a_box_drained_by_hand_gets_nothing_new_until_undrained(fleet, deploy):
         assert f"box {b.name}: DRAIN" in st.output and f"box {boxes[0].name}: UP" in st.output
         box_status = deploy(b, "tasks/status.py")
         assert "drained at the fleet router" in box_status.output
-        assert "laguna_release.py undrain" in box_status.output
+        assert "tasks/undrain.py" in box_status.output
         # a deploy does not end an operator's drain; undrain does (the box killed in the test before
         # is gated again: its restart since its last gate proves nothing about the new process)
         again = deploy([*boxes, router])
@@ -362,7 +364,8 @@ def test_a_box_drained_by_hand_gets_nothing_new_until_undrained(fleet, deploy):
             again.explain()
         )
         assert server_state(router, b.name) == "DRAIN"
-        b.run("python3 /opt/laguna-kit/bin/laguna_release.py undrain")
+        undrained = deploy([*boxes, router], "tasks/undrain.py", args=["--limit", b.name])
+        assert undrained.ok and undrained.changed(b.name), undrained.explain()
         assert state_within(router, b.name, "UP", 10)
         # A run cut between its drain and its restart (Ctrl-C while requests end) leaves the
         # kit's marker on a box whose release passed: the next deploy ends it.

@@ -20,6 +20,7 @@ GROUP_DATA = KIT_ROOT / "group_data" / "all.py"
 PER_RUN: dict[str, tuple[type, Check]] = {
     "rollback_to": (int, integer(1, 1 << 30)),
     "log_lines": (int, integer(1, 1 << 20)),
+    "replica": (int, integer(1, 8)),  # tasks/drain.py, tasks/undrain.py: one replica of a box
 }
 
 

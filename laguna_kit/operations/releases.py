@@ -291,3 +291,42 @@ def replicas_retired(kit_dir: str, unit: str, keep: int):
         # file): it was stopped and disabled before, so systemd holds a stopped unit's record
         # until any daemon-reload; nothing runs from it meanwhile.
         yield from unit_removed._inner(unit=name, paths=[f"{UNIT_DIR}/{name}"])
+
+
+@operation()
+def replica_drained(
+    kit_dir: str,
+    unit: str,
+    drained: bool = True,
+    state_dir: str | None = None,
+    problem: str | None = None,
+):
+    """
+    Drain a replica at the fleet router by hand (maintenance, a suspect card), or end the drain:
+    the box's agent answers `drain` while the marker exists, and the drain returns once the
+    replica's running requests ended. An operator's drain lasts until this undrains it (a deploy
+    does not end it).
+
+    + kit_dir: the kit's folder on the box
+    + unit: the replica's serving unit
+    + drained: True to drain, False to put it back
+    + state_dir: a replica's own state (None: kit_dir, replica 1)
+    + problem: why the task cannot do it (no router, no such replica): refused, naming it
+
+    **Example:**
+
+    .. code:: python
+
+        replica_drained(name="Drain", kit_dir="/opt/laguna-kit", unit="laguna-vllm.service")
+    """
+    if problem:
+        raise OperationError(f"{host.name}: {problem}")
+    own = replicas.own_state(kit_dir, state_dir)
+    marker = host.get_fact(ReleaseState, kit_dir=kit_dir, unit=unit, **own).get("drain")
+    if drained and marker and marker.get("by") == "operator":
+        host.noop(f"{unit} is drained already (since {marker.get('time')})")
+        return
+    if not drained and not marker:
+        host.noop(f"{unit} is not drained: the router sends it requests")
+        return
+    yield release_command(kit_dir, unit, "drain" if drained else "undrain", **own)

@@ -72,7 +72,7 @@ def serving_lines(st: dict, rel: dict, unit: str, recipe: dict | None = None) ->
     ] + (
         [
             f"drained at the fleet router since {drain.get('time')}: {drain.get('reason')}"
-            + (" (undrain: laguna_release.py undrain)" if drain.get("by") == "operator" else "")
+            + (" (undrain: tasks/undrain.py --limit BOX)" if drain.get("by") == "operator" else "")
         ]
         if drain
         else []

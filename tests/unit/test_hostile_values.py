@@ -60,7 +60,8 @@ def test_every_knob_has_a_type_and_every_default_has_it():
     assert set(declared.declared()) == set(DEFAULTS) and all(
         callable(k.shape) for k in declared.declared().values()
     )
-    assert set(PER_RUN) == {"rollback_to", "log_lines"}
+    assert set(PER_RUN) == {"rollback_to", "log_lines", "replica"}
+    assert problem("replica", 9) and problem("replica", "2; id") and not problem("replica", 2)
     for name, value in DEFAULTS.items():
         assert problem(name, value) is None, (name, value)
 

@@ -77,7 +77,7 @@ def undrain(store: Store, by: str = "kit") -> None:
     if marker.get("by") == "operator" and by != "operator":
         system.say(
             f"still drained at the fleet router by an operator ({marker.get('reason')}): "
-            "`laguna_release.py undrain` ends it"
+            "tasks/undrain.py (or `laguna_release.py undrain` on the box) ends it"
         )
         return
     try:
