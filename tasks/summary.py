@@ -34,4 +34,5 @@ deploy_summarized(
     session_header=d.router_session_header,
     router_outside=router.name if outside else "",
     replica_ports=[r.port for r in replicas.of(host)] if "gpu" in fleet.roles(host) else None,
+    served_model=d.served_model_name,
 )

@@ -214,6 +214,7 @@ def deploy_summarized(
     session_header: str = "",
     router_outside: str = "",
     replica_ports: list[int] | None = None,
+    served_model: str = "laguna",
 ):
     """
     Read, at the end of the run, what the deploy's summary shows for this host (laguna_kit/
@@ -228,6 +229,7 @@ def deploy_summarized(
     + keys_env, session_header: named in the router's line
     + router_outside: the router's host name when it is not in this run ("": it is, or none)
     + replica_ports: every replica's API port, replica 1's first (None: one replica)
+    + served_model: the model name clients ask for (the client snippet's)
 
     **Example:**
 
@@ -254,6 +256,7 @@ def deploy_summarized(
         "keys_env": keys_env,
         "session_header": session_header,
         "replica_ports": list(replica_ports or []),
+        "model": served_model,
     }
     if record["gpu"]:
         st = memo.fact(host, ReleaseState, kit_dir=kit_dir, unit=unit)

@@ -116,7 +116,38 @@ def lines(records: dict[str, dict], hosts: list[str]) -> list[str]:
                 f"  {name}: the run stopped before the end (its error is above); "
                 "re-run the same command to go on"
             )
+    box = next((r for r in records.values() if r.get("gpu") and r.get("tailnet")), None)
+    model = next((r["model"] for r in records.values() if r.get("model")), "laguna")
+    if router_url and router:
+        out += client_snippet(router_url, model, router["keys_env"])
+    elif box:
+        out += client_snippet(_url(box["tailnet"][0], box["api_port"]), model, "")
     return out
+
+
+def client_snippet(base_url: str, model: str, keys_env: str) -> list[str]:
+    """Python for a client on the tailnet (the OpenAI SDK), ready to paste: the fleet's endpoint
+    with a key from the environment, or a box's, which needs none."""
+    key = (
+        'os.environ["LAGUNA_API_KEY"],  # one of the keys in ' + keys_env
+        if keys_env
+        else '"unused",  # the box asks for no key (the SDK wants one)'
+    )
+    return [
+        "--> A client (Python, OpenAI SDK: pip install openai; on a machine of the tailnet):",
+        "import os",
+        "from openai import OpenAI",
+        "",
+        f'client = OpenAI(base_url="{base_url}", api_key={key}',
+        ")",
+        "reply = client.chat.completions.create(",
+        f'    model="{model}",',
+        '    messages=[{"role": "user", "content": "Reply with exactly: Laguna serving is '
+        'healthy."}],',
+        "    max_tokens=2048,  # room for the thinking before the answer",
+        ")",
+        "print(reply.choices[0].message.content)",
+    ]
 
 
 def report(hosts: list[str]) -> None:

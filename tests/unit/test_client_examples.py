@@ -65,6 +65,25 @@ def test_the_sdk_example_streams_the_answer(served):
     assert out.strip() == "Laguna serving is healthy."
 
 
+@pytest.mark.parametrize("keys_env", ["LAGUNA_API_KEYS", ""])
+def test_the_deploys_client_snippet_runs_as_printed(served, keys_env):
+    """The end of a deploy prints Python for a client (laguna_kit/run/summary.py): pasted as it
+    is, with the key's variable set, it answers (the router's key or a box's no key)."""
+    from laguna_kit.run import summary
+
+    text = summary.client_snippet(f"http://{served}/v1", "laguna", keys_env)
+    assert text[0].startswith("--> A client")
+    out = subprocess.run(
+        [sys.executable, "-c", "\n".join(text[1:])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, LAGUNA_API_KEY="k" * 32),
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Laguna serving is healthy."
+
+
 def test_the_short_answer_without_room_ends_in_the_thinking(served):
     """Why the docs give room: the recipe's thinking default with max_tokens 32 (the old example)
     returns the thinking and no answer."""

@@ -118,3 +118,29 @@ def test_the_routers_backends_are_read_when_it_is_not_in_the_run():
     list(servers.values())[0]["servers"].append({"name": "box", "status": "UP"})
     operation_output("reports.deploy_summarized", case)
     assert summary.RECORDS.pop("box")["routed"] is True
+
+
+def test_the_end_of_a_deploy_prints_a_client_for_the_fleet_or_the_box():
+    fleet = {
+        "gpu-1": box(model="laguna"),
+        "router": {
+            "gpu": False,
+            "router": True,
+            "tailnet": ["100.64.0.9"],
+            "router_port": 8090,
+            "api_port": 8080,
+            "recipe": {},
+            "keys_env": "LAGUNA_API_KEYS",
+            "session_header": "X-Session-Id",
+        },
+    }
+    text = "\n".join(summary.lines(fleet, ["gpu-1", "router"]))
+    assert (
+        'OpenAI(base_url="http://100.64.0.9:8090/v1", api_key=os.environ["LAGUNA_API_KEY"]' in text
+    )
+    assert "one of the keys in LAGUNA_API_KEYS" in text and 'model="laguna"' in text
+    alone = "\n".join(summary.lines({"gpu-1": box(model="fast")}, ["gpu-1"]))
+    assert 'base_url="http://100.101.102.103:8080/v1", api_key="unused"' in alone
+    assert 'model="fast"' in alone
+    off = "\n".join(summary.lines({"gpu-1": box(tailnet=[])}, ["gpu-1"]))
+    assert "A client" not in off  # no address to give yet
