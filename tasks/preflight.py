@@ -3,9 +3,9 @@
 from pyinfra import host, logger
 from pyinfra.facts.server import LinuxDistribution
 
-from laguna_kit.domain import images, package_sources
+from laguna_kit.domain import images, package_sources, replicas
 from laguna_kit.domain.hub import HubError, source_checkpoint
-from laguna_kit.domain.profiles import COMPILE_CACHE_MIB, ProfileError, render
+from laguna_kit.domain.profiles import COMPILE_CACHE_MIB, ProfileError, profile_of, render
 from laguna_kit.facts.checkpoints import FileSizes
 from laguna_kit.facts.docker import DockerImage
 from laguna_kit.facts.network import TailscaleStatus
@@ -83,4 +83,6 @@ preflight(
     replicas=d.replicas_per_box,
     compile_cache_dir=d.compile_cache_dir,
     compile_cache_mib=COMPILE_CACHE_MIB * max(1, d.replicas_per_box),
+    gpu_memory_utilization=profile_of(d).get("gpu_memory_utilization") or 0.92,  # vLLM's default
+    serving_units=tuple(r.unit for r in replicas.of(host)),
 )

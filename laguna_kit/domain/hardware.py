@@ -32,6 +32,7 @@ class Gpu:
     uuid: str = ""
     compute_cap: str = ""
     driver_version: str = ""
+    used_mib: int | None = None  # memory in use now (None: not read, before the driver)
 
 
 class ParseError(ValueError):
@@ -47,12 +48,13 @@ def parse_query_gpu(lines: list[str]) -> list[Gpu]:
         cols = [c.strip() for c in line.split(",")]
         if len(cols) != len(QUERY_FIELDS.split(",")):
             raise ParseError(f"unexpected nvidia-smi row ({len(cols)} columns): {line!r}")
-        _, name, mem, _used, _free, driver, bus, uuid, cap = cols
+        _, name, mem, used, _free, driver, bus, uuid, cap = cols
         try:
             memory = int(float(mem))
         except ValueError:
             raise ParseError(f"nvidia-smi memory.total is not a number: {mem!r}") from None
-        gpus.append(Gpu(name, memory, bus, uuid, cap, driver))
+        in_use = int(float(used)) if used.replace(".", "", 1).isdigit() else None
+        gpus.append(Gpu(name, memory, bus, uuid, cap, driver, in_use))
     return gpus
 
 
@@ -90,6 +92,30 @@ def idle_gpus(gpus: list[Gpu], count: int, replicas: int = 0) -> str:
         f"{cards(0, used - 1)}; {cards(used, len(gpus) - 1)} stay idle "
         f"(replicas_per_box = {replicas})"
     )
+
+
+# A card with more than this in use runs something (a desktop's or an idle driver's own use is
+# well under it).
+IN_USE_MIB = 1024
+
+
+def memory_in_use(gpus: list[Gpu], utilization: float) -> tuple[list[str], list[str]]:
+    """(refusals, warnings) for cards whose memory another process holds: vLLM takes
+    `utilization` of each card at start and refuses to start when less is free (its "Free memory
+    on device ... is less than desired GPU memory utilization"); less than that is said."""
+    problems, warnings = [], []
+    for i, g in enumerate(gpus):
+        if g.used_mib is None or g.memory_mib is None or g.used_mib <= IN_USE_MIB:
+            continue
+        said = f"GPU {i} ({g.bus_id}) has {g.used_mib} MiB of {g.memory_mib} in use"
+        if g.memory_mib - g.used_mib < utilization * g.memory_mib:
+            problems.append(
+                f"{said}: vLLM takes {utilization} of each card at start and would refuse to "
+                "start; stop what holds it (`nvidia-smi` lists the processes) and run again"
+            )
+        else:
+            warnings.append(f"{said} by another process (`nvidia-smi` lists it)")
+    return problems, warnings
 
 
 def describe(gpus: list[Gpu]) -> str:

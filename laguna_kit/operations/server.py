@@ -12,6 +12,7 @@ from ..domain import hardware, images, package_sources
 from ..domain.replicas import gpus_seen
 from ..facts.nvidia import NvidiaSmiGpus
 from ..facts.server import BoxBasics, FreeSpaceMiB
+from ..facts.systemd import UnitStates
 from ..run import deploy_lock, memo, reboot
 
 
@@ -33,6 +34,8 @@ def preflight(
     replicas: int = 0,
     compile_cache_dir: str = "",
     compile_cache_mib: int = 0,
+    gpu_memory_utilization: float = 0.0,
+    serving_units: tuple[str, ...] = (),
 ):
     """
     Refuse the box, before anything on it changes, when it cannot serve the champion.
@@ -51,6 +54,8 @@ def preflight(
     + replace_driver: a working driver too old for the image may be replaced (else refused)
     + driver_source: where the kit's driver would come from (named in the refusal)
     + replicas: replicas_per_box (0: one per gpu_count cards the box has)
+    + gpu_memory_utilization: what vLLM takes of each card (another process holding more of it
+      is refused), judged while none of `serving_units` (the kit's own) runs
     + compile_cache_dir, compile_cache_mib: vLLM's compile caches and what they may take (counted
       on whichever disk they share, else on their own)
 
@@ -74,6 +79,7 @@ def preflight(
     idle = hardware.idle_gpus(gpus, gpu_count, replicas)
     if idle:
         logger.warning(f"{host.name}: {idle}")
+    problems += busy_cards(gpus, gpu_memory_utilization, serving_units)
     problems += driver_problems(image_ref, image_need, replace_driver, driver_source)
     space = host.get_fact(FreeSpaceMiB, paths=[model_dir, "/dev/shm", docker_root])
     cache_need = None
@@ -143,6 +149,19 @@ def os_problem(distro: Mapping) -> str | None:
     meta.setdefault("ID", (name or "").lower())
     problem = package_sources.supported_problem(package_sources.distro_of(meta))
     return problem and problem.replace(f"found {meta['ID']} ", f"found {name or meta['ID']} ", 1)
+
+
+def busy_cards(gpus: list, utilization: float, serving_units: tuple[str, ...]) -> list[str]:
+    """Cards another process holds too much of to start vLLM (refused), or some of (said), while
+    none of the kit's own serving units runs (its vLLM holds them on every run after the first)."""
+    busy, warnings = hardware.memory_in_use(gpus, utilization)
+    if not (busy or warnings) or any(
+        s.get("running") for s in memo.fact(host, UnitStates, units=serving_units).values()
+    ):
+        return []
+    for warning in warnings:
+        logger.warning(f"{host.name}: {warning}")
+    return busy
 
 
 def clock_problems(skew: int | None) -> list[str]:

@@ -27,6 +27,7 @@ def test_real_h200_output_parses_and_is_refused():
             "GPU-6eaec60d-4357-f60b-8972-0375fc81e25f",
             "9.0",
             "580.159.04",
+            0,  # memory.used, MiB
         )
     ]
     problems = hardware.gpu_problems(gpus, 4, 24000)
@@ -99,3 +100,19 @@ def test_a_multiple_of_four_cards_serves_one_replica_per_four_unless_told_fewer(
         "as many as the cards hold"
     ]
     assert hardware.gpu_problems([], 4, 24000)  # no card at all is still refused
+
+
+def test_a_card_another_process_holds_is_refused_and_one_it_uses_a_little_is_said():
+    card = dict(name="NVIDIA GeForce RTX 3090", memory_mib=24576, bus_id="00000000:02:00.0")
+    idle, light, heavy = (hardware.Gpu(**card, used_mib=m) for m in (1, 2048, 20480))
+    assert hardware.memory_in_use([idle, idle], 0.87) == ([], [])
+    problems, warnings = hardware.memory_in_use([idle, light, heavy], 0.87)
+    assert warnings == ["GPU 1 (00000000:02:00.0) has 2048 MiB of 24576 in use by another "
+                        "process (`nvidia-smi` lists it)"]  # fmt: skip
+    assert problems == [
+        "GPU 2 (00000000:02:00.0) has 20480 MiB of 24576 in use: vLLM takes 0.87 of each card "
+        "at start and would refuse to start; stop what holds it (`nvidia-smi` lists the "
+        "processes) and run again"
+    ]
+    before_the_driver = hardware.Gpu("NVIDIA GeForce RTX 3090", 24576)  # from the PCI bus
+    assert hardware.memory_in_use([before_the_driver], 0.87) == ([], [])
