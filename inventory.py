@@ -14,6 +14,7 @@ import sys as _sys
 _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
 
 from laguna_kit.knobs import hostsfile as _hostsfile  # noqa: E402
+from laguna_kit.run import unreachable as _unreachable  # noqa: E402
 
 _SANDBOX_HOSTS = "/run/laguna-kit-harness/sandbox-hosts.toml"  # scripts/sandbox.py writes it
 _here = _os.path.dirname(_os.path.abspath(__file__))
@@ -30,6 +31,7 @@ try:
     _hosts = _hostsfile.load(_path)
 except _hostsfile.HostsFileError as _exc:
     raise SystemExit(f"inventory.py: {_exc}") from None
+_unreachable.register()  # a host SSH cannot reach: what to check, at the end of the run
 gpu_boxes = _hostsfile.of_role(_hosts, "gpu")
 routers = _hostsfile.of_role(_hosts, "router")
 monitors = _hostsfile.of_role(_hosts, "monitor")

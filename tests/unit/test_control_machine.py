@@ -61,6 +61,9 @@ def test_a_deploy_runs_as_an_ordinary_user_up_to_the_connection(user_dir):
     assert proc.returncode != 0
     # It got as far as SSH (nothing listens on port 9), with no permission problem on the way.
     assert "Could not connect" in out, out[-2000:]
+    # and what to check (laguna_kit/run/unreachable.py): the address, the port, the login to try
+    assert "gpu-1: no SSH connection to root@127.0.0.1 port 9" in out, out[-2000:]
+    assert "`ssh -p 9 root@127.0.0.1 true`" in out
     assert "Permission denied" not in out and "PermissionError" not in out, out[-2000:]
     leftovers = [p for p in user_dir.iterdir() if p.name not in ("home", "hosts.toml")]
     assert leftovers == []
