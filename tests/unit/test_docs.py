@@ -14,7 +14,7 @@ from laguna_kit.knobs.declared import PER_RUN, defaults
 from laguna_kit.knobs.hostsfile import CONNECTION_FIELDS
 from laguna_kit.knobs.shapes import PROFILE_FIELDS
 
-DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md"]
+DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md", "CONTRIBUTING.md"]
 KNOBS = set(defaults()) | set(PER_RUN)
 # snake_case words in backticks that are not knobs, each what it is.
 NOT_KNOBS = {
