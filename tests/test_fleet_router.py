@@ -357,6 +357,9 @@ def test_a_box_drained_by_hand_gets_nothing_new_until_undrained(fleet, deploy):
         box_status = deploy(b, "tasks/status.py")
         assert "drained at the fleet router" in box_status.output
         assert "tasks/undrain.py" in box_status.output
+        table = box_status.output.split("--> Fleet status:", 1)[1].splitlines()
+        row = next(line for line in table if line.startswith(b.name))
+        assert "DRAIN (box)" in row and " 200 " in row and "passed" in row, table
         # a deploy does not end an operator's drain; undrain does (the box killed in the test before
         # is gated again: its restart since its last gate proves nothing about the new process)
         again = deploy([*boxes, router])

@@ -13,7 +13,8 @@ from ..facts.network import FirewallState, TailscaleStatus
 from ..facts.releases import ReleaseState
 from ..facts.reports import ServingStatus
 from ..facts.router import RouterStatus
-from ..run import download_progress, memo, summary
+from ..facts.server import FreeSpaceMiB
+from ..run import download_progress, memo, status_table, summary
 
 FIREWALL_PROBLEMS = {
     "missing": "the kit's firewall table inet laguna_kit is MISSING: the API and vLLM's other "
@@ -55,7 +56,7 @@ def serving_lines(st: dict, rel: dict, unit: str, recipe: dict | None = None) ->
         f"{spec.get('image', '-')} {spec.get('image_digest') or ''}",
         f"target {str(spec.get('target_revision'))[:12]}, drafter "
         f"{str(spec.get('drafter_revision'))[:12]}",
-        f"GPU memory used/total MiB: {st.get('gpu_mem') or 'nvidia-smi unavailable'}",
+        f"GPU memory used, total MiB, °C: {st.get('gpu_mem') or 'nvidia-smi unavailable'}",
         (
             "last gate: "
             + ("passed" if gate.get("passed") else f"FAILED ({gate.get('error')})")
@@ -101,6 +102,8 @@ def serving_reported(
     rules: str = FIREWALL_RULES,
     recipe: dict | None = None,
     state_dir: str | None = None,
+    replica: int = 1,
+    model_dir: str = "",
 ):
     """
     Log unit state, release, digest, GPU memory, endpoint health, the last gate result, the
@@ -114,6 +117,8 @@ def serving_reported(
     + recipe: the recipe's figures for the serving mode (``decode_tok_s``), shown beside the
       release's
     + state_dir: a replica's own releases (None: kit_dir, replica 1)
+    + replica, model_dir: its row in the fleet's table (run/status_table.py): which replica, and
+      where the free space is read ("": not read)
 
     **Example:**
 
@@ -131,6 +136,10 @@ def serving_reported(
     problem = FIREWALL_PROBLEMS.get(table)
     lines.append(f"PROBLEM: {problem}" if problem else "firewall table inet laguna_kit: loaded")
     lines += download_lines(host.get_fact(DownloadProgress))
+    free = host.get_fact(FreeSpaceMiB, paths=[model_dir])[model_dir]["mib"] if model_dir else None
+    status_table.ROWS[(host.name, replica)] = status_table.row(
+        host.name, replica, status, dict(releases), recipe or {}, free
+    )
     for line in lines:
         (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
     host.noop("; ".join(lines))
@@ -196,6 +205,7 @@ def router_reported(unit: str, admin_socket: str, port: int):
                         admin_socket="/run/laguna-router/admin.sock", port=8090)
     """
     state = host.get_fact(RouterStatus, unit=unit, admin_socket=admin_socket)
+    status_table.ROUTER.update({s["name"]: s["status"] for s in state["servers"]})
     lines = router_lines(dict(state), unit, port)
     for line in lines:
         (logger.warning if line.startswith("PROBLEM") else logger.info)(f"[{host.name}] {line}")
