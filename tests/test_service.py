@@ -108,32 +108,6 @@ def gpu_devices_survive_a_reload(b, container, cards):
     assert b.run(probe).stdout.strip() == "6"
 
 
-def restart_seconds(b) -> float:
-    """From `systemctl restart` to /health answering 200, measured on the box."""
-    out = b.run(
-        "t0=$(date +%s.%N); systemctl restart laguna-vllm; "
-        "until curl -sf -o /dev/null http://127.0.0.1:8080/health; do sleep 0.1; done; "
-        "echo $(date +%s.%N) $t0"
-    ).stdout.split()
-    return float(out[0]) - float(out[1])
-
-
-def test_a_restart_loads_the_compile_cache_instead_of_compiling(served):
-    """vLLM's compile cache is kept per replica and image on the box (issue 38 #4): a restart
-    loads it; the same restart without it compiles again (BENCHMARKS.md has the figures)."""
-    b, _ = served
-    since = b.run("date +%s").stdout.strip()
-    kept = restart_seconds(b)
-    log = b.run(f"journalctl -u laguna-vllm --since @{since} --no-pager").stdout
-    assert "Directly load the compiled graph(s) from the cache" in log, log[-2000:]
-    b.run("rm -rf /var/cache/laguna-kit/vllm-compile/vllm-laguna/*/torch_compile_cache")
-    since = b.run("date +%s").stdout.strip()
-    cold = restart_seconds(b)
-    log = b.run(f"journalctl -u laguna-vllm --since @{since} --no-pager").stdout
-    assert "torch.compile takes" in log, log[-2000:]
-    print(f"restart to /health 200: {kept:.1f} s with the compile cache, {cold:.1f} s without")
-
-
 def releases(b):
     return b.run(f"{RELEASE} list").stdout
 
@@ -439,6 +413,33 @@ def test_one_deploy_at_a_time_and_a_killed_run_frees_the_box(served, deploy):
         holder.wait()
     res = deploy(b, data={"deploy_lock_wait_s": 30})
     assert res.ok and res.changed() == [], res.explain()
+
+
+def restart_seconds(b) -> float:
+    """From `systemctl restart` to /health answering 200, measured on the box."""
+    out = b.run(
+        "t0=$(date +%s.%N); systemctl restart laguna-vllm; "
+        "until curl -sf -o /dev/null http://127.0.0.1:8080/health; do sleep 0.1; done; "
+        "echo $(date +%s.%N) $t0"
+    ).stdout.split()
+    return float(out[0]) - float(out[1])
+
+
+def test_a_restart_loads_the_compile_cache_instead_of_compiling(served):
+    """vLLM's compile cache is kept per replica and image on the box (issue 38 #4): a restart
+    loads it; the same restart without it compiles again (BENCHMARKS.md has the figures). Last
+    but one of the module's tests: a restart makes the next deploy gate again."""
+    b, _ = served
+    since = b.run("date +%s").stdout.strip()
+    kept = restart_seconds(b)
+    log = b.run(f"journalctl -u laguna-vllm --since @{since} --no-pager").stdout
+    assert "Directly load the compiled graph(s) from the cache" in log, log[-2000:]
+    b.run("rm -rf /var/cache/laguna-kit/vllm-compile/vllm-laguna/*/torch_compile_cache")
+    since = b.run("date +%s").stdout.strip()
+    cold = restart_seconds(b)
+    log = b.run(f"journalctl -u laguna-vllm --since @{since} --no-pager").stdout
+    assert "torch.compile takes" in log, log[-2000:]
+    print(f"restart to /health 200: {kept:.1f} s with the compile cache, {cold:.1f} s without")
 
 
 def test_status_logs_stop(served, deploy):
