@@ -4,14 +4,14 @@
 # A working driver that already meets the image's CUDA requirement is kept, whatever installed it.
 # Otherwise: compute pieces named, the headers metapackage, every driver package held, nouveau kept
 # out, a reboot when allowed; then nvidia-smi must agree.
-import shlex
 
 from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
-from pyinfra.facts.server import Command, LinuxDistribution
+from pyinfra.facts.server import LinuxDistribution
 
 from laguna_kit.domain import images, package_sources
 from laguna_kit.facts.nvidia import NvidiaSmiGpus
+from laguna_kit.facts.packages import AptSourceURLs, files_naming
 from laguna_kit.facts.server import BoxBasics
 from laguna_kit.operations.files import files_synced, kit_file
 from laguna_kit.operations.nvidia import (
@@ -63,17 +63,14 @@ elif plan is not None:
     # The same repository configured by the owner (cuda-keyring, or a list of their own) with
     # another Signed-By would break every `apt-get update`: use theirs then. The kit's own list and
     # key are where cuda-keyring puts them, so a cuda-keyring installed later agrees with them.
-    theirs = plan.repo and (
-        "cuda-keyring" in installed
-        or host.get_fact(
-            Command,
-            command=f"grep -rlsF {shlex.quote(plan.repo.rstrip('/'))} /etc/apt/sources.list "
-            f"/etc/apt/sources.list.d | grep -vx -e {CUDA_LIST} "
-            f"-e {package_sources.OLD_CUDA_FILES[0]} || true",
-        )
+    others = files_naming(
+        memo.fact(host, AptSourceURLs),
+        plan.repo or "",
+        but=(CUDA_LIST, package_sources.OLD_CUDA_FILES[0]),
     )
+    theirs = plan.repo and ("cuda-keyring" in installed or others)
     if theirs:
-        where = "cuda-keyring" if theirs is True else theirs.split()[0]
+        where = "cuda-keyring" if "cuda-keyring" in installed else others[0]
         logger.info(f"{host.name}: {plan.channel} is already configured ({where}): using it")
     our_list = bool(plan.repo) and not theirs
     files_synced(

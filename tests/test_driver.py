@@ -139,10 +139,24 @@ def test_a_535_driver_is_refused_before_any_change_and_checked_again_before_serv
     ) in run.stderr, run.stderr
 
 
-def test_a_working_r580_driver_that_no_package_installed_is_kept(make_box, deploy):
+def test_a_working_r580_driver_that_no_package_installed_is_kept(make_box, deploy, sandbox):
+    """A brownfield box: the owner's driver (no package), and the owner's Tailscale repository in
+    a deb822 .sources file with a keyring of their own (the kit's tailscale.list beside it, with
+    another Signed-By, would make every `apt-get update` fail)."""
     b = make_box(driver={"version": "580.95.05", "cuda": "13.0"})
+    pkgs = sandbox.host_data(b)["tailscale_pkgs_url"]
+    b.run(
+        "install -d /etc/apt/keyrings && curl -fsS -o /etc/apt/keyrings/owner-tailscale.gpg "
+        f"{pkgs}/debian/bookworm.noarmor.gpg && printf 'Types: deb\\nURIs: {pkgs}/debian\\n"
+        "Suites: bookworm\\nComponents: main\\n"
+        "Signed-By: /etc/apt/keyrings/owner-tailscale.gpg\\n' "
+        "> /etc/apt/sources.list.d/tailscale.sources"
+    )
     res = deploy(b)
     assert res.ok, res.explain()
+    assert "Tailscale's repository is already configured" in res.output
+    assert b.run("test -e /etc/apt/sources.list.d/tailscale.list", check=False).returncode != 0
+    assert b.run("apt-get update -q 2>&1").stdout.count("Conflicting") == 0
     assert "keeping the working NVIDIA driver 580.95.05 (CUDA 13.0" in res.output
     packages = b.run("dpkg-query -W -f='${Package}\\n'").stdout.split()
     driver = [
