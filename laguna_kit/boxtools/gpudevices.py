@@ -68,8 +68,20 @@ def read_minors() -> dict[int, int]:
     if smi is None:
         raise Refused("no nvidia-smi: is the NVIDIA driver installed?")
     done = subprocess.run([smi, *MINOR_QUERY], capture_output=True, text=True)
+    said = " ".join((done.stdout + done.stderr).split())
+    if done.returncode != 0 and "not a valid field" in said:
+        # a driver whose nvidia-smi lacks the field: the driver numbers its nodes in the order
+        # nvidia-smi lists the cards (PCI order) unless told otherwise
+        count = subprocess.run(
+            [smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True
+        )
+        indices = [int(x) for x in count.stdout.split() if x.isdigit()]
+        print(
+            f"laguna: nvidia-smi has no minor_number ({said}): /dev/nvidiaN by index",
+            file=sys.stderr,
+        )
+        return {i: i for i in indices}
     if done.returncode != 0:
-        said = " ".join((done.stdout + done.stderr).split())
         raise Refused(f"nvidia-smi cannot read the GPUs: {said}")
     return parse_minors(done.stdout.splitlines())
 

@@ -90,3 +90,14 @@ def test_is_char_tells_a_character_device_from_a_file(tmp_path):
     (tmp_path / "f").write_text("")
     assert not gpudevices.is_char(str(tmp_path / "f"))
     assert not gpudevices.is_char(str(tmp_path / "absent"))
+
+
+def test_an_nvidia_smi_without_the_field_falls_back_to_the_index(tmp_path, monkeypatch, box):
+    present, ran = box
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\ncase \"$1\" in --query-gpu=index) printf '0\\n1\\n';; "
+        "*) echo 'Field \"minor_number\" is not a valid field to query.'; exit 2;; esac\n"
+    )
+    assert gpudevices.main(["--cards", "1", "--", "docker", "run", "i"]) == 0
+    assert ran[0][3] == "--device=/dev/nvidia1"
