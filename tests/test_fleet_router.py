@@ -43,7 +43,10 @@ def tailnet(*cmd, check=False, **kw):
 @pytest.fixture(scope="module")
 def fleet(sandbox):
     boxes = [sandbox.add_box(f"rt{i}") for i in (1, 2)]
-    boxes.append(sandbox.add_box("rt3", gpus=boxmod.gpus(boxmod.RTX_3090, 8)))
+    # the driver numbered the 8-card box's nodes in reverse (a minor number is the driver's, not
+    # the card's index): each replica must be given its own cards' /dev/nvidiaN
+    eight = [dict(g, minor=7 - i) for i, g in enumerate(boxmod.gpus(boxmod.RTX_3090, 8))]
+    boxes.append(sandbox.add_box("rt3", gpus=eight))
     router = sandbox.add_box("rtr", roles=["router", "monitor"])
     first = run_deploy(sandbox, [*boxes, router], timeout=1500)
     (run_dir() / "router-first-deploy.log").write_text(first.output)
@@ -135,6 +138,12 @@ def test_fleet_deploys_in_one_run_and_needs_a_key(fleet):
     }
     assert "CUDA_VISIBLE_DEVICES=0,1,2,3\n" in env["vllm-laguna"], env
     assert "CUDA_VISIBLE_DEVICES=4,5,6,7\n" in env["vllm-laguna-2"], env
+    for name, minors in (("vllm-laguna", range(4, 8)), ("vllm-laguna-2", range(0, 4))):
+        devices = json.loads(
+            eight.run(f"docker inspect {name} --format '{{{{json .HostConfig.Devices}}}}'").stdout
+        )
+        cards = {d["PathOnHost"] for d in devices if d["PathOnHost"][-1].isdigit()}
+        assert cards == {f"/dev/nvidia{m}" for m in minors}, (name, cards)
     for port, state in ((8080, "/opt/laguna-kit"), (8081, "/opt/laguna-kit/replicas/2")):
         health = eight.run(f"curl -sf -m 5 http://127.0.0.1:{port}/health", check=False)
         assert health.returncode == 0, port
