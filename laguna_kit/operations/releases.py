@@ -330,3 +330,30 @@ def replica_drained(
         host.noop(f"{unit} is not drained: the router sends it requests")
         return
     yield release_command(kit_dir, unit, "drain" if drained else "undrain", **own)
+
+
+def replicas_drained(h, drained: bool, name: str) -> None:
+    """tasks/drain.py and tasks/undrain.py: every replica of GPU box `h`, or the one `--data
+    replica=N` names, drained (or put back); refused, naming why, without a router or that
+    replica."""
+    if "gpu" not in fleet.roles(h):  # a router, monitor or cache host serves no replica
+        return
+    wanted = h.data.get("replica")
+    every = replicas.of(h)
+    serving = [r for r in every if wanted in (None, r.number)]
+    problem = (
+        'no fleet router in this hosts file (roles = ["router"]): nothing to drain at'
+        if fleet.router_of(h.state.inventory) is None
+        else f"replica {wanted}: this box serves {len(every)}"
+        if not serving
+        else None
+    )
+    for r in serving or every[:1]:
+        replica_drained(
+            name=name + (f" ({r.label})" if len(every) > 1 else ""),
+            kit_dir=h.data.kit_dir,
+            unit=r.unit,
+            drained=drained,
+            state_dir=r.state_dir,
+            problem=problem,
+        )

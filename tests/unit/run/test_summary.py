@@ -18,6 +18,16 @@ GATE = {
     "benchmark": {"output_tokens": 500, "wall_s": 1.79, "decode_tok_s": 279.3},
 }
 RECIPE = {"gate_prompt_tokens": 190000, "gate_s": 73.6, "decode_tok_s": 282.5}
+ROUTER = {
+    "gpu": False,
+    "router": True,
+    "tailnet": ["100.64.0.9"],
+    "router_port": 8090,
+    "api_port": 8080,
+    "recipe": {},
+    "keys_env": "LAGUNA_API_KEYS",
+    "session_header": "X-Session-Id",
+}
 
 
 def box(**over):
@@ -62,16 +72,7 @@ def test_a_box_with_two_replicas_names_the_second_ones_endpoint():
 def test_a_fleet_names_the_routers_endpoint_on_each_box_and_its_own_line():
     records = {
         "gpu-1": box(),
-        "router": {
-            "gpu": False,
-            "router": True,
-            "tailnet": ["100.64.0.9"],
-            "router_port": 8090,
-            "api_port": 8080,
-            "recipe": {},
-            "keys_env": "LAGUNA_API_KEYS",
-            "session_header": "X-Session-Id",
-        },
+        "router": ROUTER,
     }
     text = "\n".join(summary.lines(records, ["gpu-1", "router"]))
     assert "(the fleet: http://100.64.0.9:8090/v1)" in text
@@ -123,16 +124,7 @@ def test_the_routers_backends_are_read_when_it_is_not_in_the_run():
 def test_the_end_of_a_deploy_prints_a_client_for_the_fleet_or_the_box():
     fleet = {
         "gpu-1": box(model="laguna"),
-        "router": {
-            "gpu": False,
-            "router": True,
-            "tailnet": ["100.64.0.9"],
-            "router_port": 8090,
-            "api_port": 8080,
-            "recipe": {},
-            "keys_env": "LAGUNA_API_KEYS",
-            "session_header": "X-Session-Id",
-        },
+        "router": ROUTER,
     }
     text = "\n".join(summary.lines(fleet, ["gpu-1", "router"]))
     assert (
