@@ -175,3 +175,29 @@ def test_a_knob_is_written_as_toml_or_as_data_never_as_python():
         )  # a call's argument
     ]
     assert found == [], found
+
+
+def test_every_pyinfra_option_the_docs_use_is_one_pyinfra_has():
+    """A command copied from the docs runs: each option on a `pyinfra …` line is in `pyinfra
+    --help` of the kit's pinned pyinfra."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    used = set()
+    for name in (*DOCS, "hosts.example.toml"):
+        for line in re.findall(r"pyinfra(?: [^`\n|]*)", (KIT_ROOT / name).read_text()):
+            used |= {t.split("=")[0] for t in line.split() if t.startswith("-")}
+    helped = subprocess.run(
+        [str(Path(sys.executable).with_name("pyinfra")), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert {"--limit", "--data", "-y"} <= used
+    assert (
+        sorted(
+            o for o in used if not re.search(rf"(^|[\s,]){re.escape(o)}([\s,=]|$)", helped, re.M)
+        )
+        == []
+    )
