@@ -63,12 +63,16 @@ elif plan is not None:
     # The same repository configured by the owner (cuda-keyring, or a list of their own) with
     # another Signed-By would break every `apt-get update`: use theirs then. The kit's own list and
     # key are where cuda-keyring puts them, so a cuda-keyring installed later agrees with them.
-    others = files_naming(
-        memo.fact(host, AptSourceURLs),
-        plan.repo or "",
-        but=(CUDA_LIST, package_sources.OLD_CUDA_FILES[0]),
+    others = (
+        files_naming(
+            memo.fact(host, AptSourceURLs),
+            plan.repo,
+            but=(CUDA_LIST, package_sources.OLD_CUDA_FILES[0]),
+        )
+        if plan.repo
+        else []
     )
-    theirs = plan.repo and ("cuda-keyring" in installed or others)
+    theirs = bool(plan.repo) and ("cuda-keyring" in installed or bool(others))
     if theirs:
         where = "cuda-keyring" if "cuda-keyring" in installed else others[0]
         logger.info(f"{host.name}: {plan.channel} is already configured ({where}): using it")

@@ -144,9 +144,10 @@ def tailnet_ips(other, status: dict | None = None) -> list[str] | None:
     return tailnet_addresses(st, other.name) or None
 
 
-def server_name(host_name: str) -> str:
-    """A host's name as an HAProxy server name (letters, digits, '-', '_', '.', ':')."""
-    return re.sub(r"[^A-Za-z0-9_.:-]", "_", host_name)
+def server_name(host_name: str, replica: int = 1) -> str:
+    """A host's replica as an HAProxy server name (letters, digits, '-', '_', '.', ':'); replica
+    1 keeps the box's name (a one-replica box's server as before), replica n is `<box>-rn`."""
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", host_name) + ("" if replica == 1 else f"-r{replica}")
 
 
 def max_seqs(data) -> int:

@@ -145,11 +145,12 @@ SUPPORTED = {
 }
 
 
-def supported_problem(distro: Distro) -> str | None:
-    """None for a distribution the kit supports, else the refusal naming the ones it does."""
+def supported_problem(distro: Distro, shown: str = "") -> str | None:
+    """None for a distribution the kit supports, else the refusal naming the ones it does
+    (`shown`: the distribution's name as the box gives it, else its os-release ID)."""
     if distro.key in SUPPORTED:
         return None
-    found = f"{distro.id or 'an unknown system'} {distro.version}".strip()
+    found = f"{shown or distro.id or 'an unknown system'} {distro.version}".strip()
     names = list(SUPPORTED.values())
     return f"found {found}, the kit supports {', '.join(names[:-1])} and {names[-1]}"
 

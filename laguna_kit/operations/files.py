@@ -174,15 +174,19 @@ def fetch_command(url: str | tuple[str, ...], dest: str, mode: str) -> str:
     if not isinstance(url, str):
         return _fetch_any(url, dest, mode)
     q_tmp, q_dest = shlex.quote(f"{dest}.laguna-new"), shlex.quote(dest)
-    dearmor = (
-        f" && if grep -q -- '-----BEGIN PGP' {q_tmp}; then gpg --batch --yes --dearmor "
-        f"-o {q_tmp}.bin {q_tmp} && mv -f {q_tmp}.bin {q_tmp}; fi"
-        if dest.endswith(".gpg")
-        else ""
-    )
+    dearmor = f" && {dearmored(q_tmp)}" if dest.endswith(".gpg") else ""
     return (
         f"curl -fsSL --retry 3 -o {q_tmp} {shlex.quote(url)}{dearmor} && "
         f"chmod {shlex.quote(mode)} {q_tmp} && mv -f {q_tmp} {q_dest}"
+    )
+
+
+def dearmored(path: str) -> str:
+    """Shell that turns the key at `path` (a quoted word) into a binary one, in place, when it is
+    armored (apt reads an armored key only from a `.asc` file)."""
+    return (
+        f"if grep -q -- '-----BEGIN PGP' {path}; then gpg --batch --yes --dearmor "
+        f"-o {path}.bin {path} && mv -f {path}.bin {path}; fi"
     )
 
 
@@ -197,10 +201,10 @@ def _fetch_any(urls: tuple[str, ...], dest: str, mode: str) -> str:
         f"curl -fsSL --retry 3 -o {shlex.quote(p)} {shlex.quote(u)} || rm -f {shlex.quote(p)}"
         for p, u in zip(parts, urls, strict=True)
     )
+    each = dearmored('"$f"')
     join = (
-        f'for f in {shlex.join(parts)}; do [ -s "$f" ] || continue; '
-        'if grep -q -- \'-----BEGIN PGP\' "$f"; then gpg --batch --yes --dearmor -o "$f.bin" '
-        f'"$f" && mv -f "$f.bin" "$f"; fi; cat "$f" >> {shlex.quote(tmp)}; rm -f "$f"; done'
+        f'for f in {shlex.join(parts)}; do [ -s "$f" ] || continue; {each}; '
+        f'cat "$f" >> {shlex.quote(tmp)}; rm -f "$f"; done'
     )
     none = shlex.quote(f"none of {', '.join(urls)} could be fetched")
     q_tmp, q_dest = shlex.quote(tmp), shlex.quote(dest)

@@ -220,11 +220,11 @@ def deploy_summarized(
     api_port: int,
     router_port: int,
     recipe: dict,
+    served_model: str,
     keys_env: str = "",
     session_header: str = "",
     router_outside: str = "",
     replica_ports: list[int] | None = None,
-    served_model: str = "laguna",
 ):
     """
     Read, at the end of the run, what the deploy's summary shows for this host (laguna_kit/
@@ -236,17 +236,18 @@ def deploy_summarized(
     + api_port: the box's API port
     + router_port: the fleet's port on the router
     + recipe: the recipe's figures for the mode ({"gate_prompt_tokens", "gate_s", "decode_tok_s"})
+    + served_model: the model name clients ask for (the client snippet's)
     + keys_env, session_header: named in the router's line
     + router_outside: the router's host name when it is not in this run ("": it is, or none)
     + replica_ports: every replica's API port, replica 1's first (None: one replica)
-    + served_model: the model name clients ask for (the client snippet's)
 
     **Example:**
 
     .. code:: python
 
         deploy_summarized(name="Summary", kit_dir="/opt/laguna-kit", unit="laguna-vllm.service",
-                          api_port=8080, router_port=8090, recipe={"decode_tok_s": 282.5})
+                          api_port=8080, router_port=8090, recipe={"decode_tok_s": 282.5},
+                          served_model="laguna")
     """
     if not host.state.is_executing:
         host.noop("read at the end of the run")

@@ -33,9 +33,7 @@ def backends(inventory) -> list[dict]:
         for r in replicas.of(box):
             out.append(
                 {
-                    # replica 1 keeps the box's name (a one-replica box's server as before)
-                    "name": fleet.server_name(box.name)
-                    + ("" if r.number == 1 else f"-r{r.number}"),
+                    "name": fleet.server_name(box.name, r.number),
                     "address": v4[0],
                     "port": r.port,
                     "maxconn": fleet.max_seqs(d),

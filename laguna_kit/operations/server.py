@@ -147,8 +147,7 @@ def os_problem(distro: Mapping) -> str | None:
         ubuntu = minor is not None and name == "Ubuntu"
         meta["VERSION_ID"] = f"{major}.{minor:02d}" if ubuntu else ("" if major is None else major)
     meta.setdefault("ID", (name or "").lower())
-    problem = package_sources.supported_problem(package_sources.distro_of(meta))
-    return problem and problem.replace(f"found {meta['ID']} ", f"found {name or meta['ID']} ", 1)
+    return package_sources.supported_problem(package_sources.distro_of(meta), name or "")
 
 
 def busy_cards(gpus: list, utilization: float, serving_units: tuple[str, ...]) -> list[str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import atexit
 import sys
 
+from ..domain import fleet
+
 ROWS: dict[tuple[str, int], dict] = {}  # (host, replica) -> its row's values
 ROUTER: dict[str, str] = {}  # HAProxy server name -> its state (UP, DRAIN, DOWN ...)
 COLUMNS = (
@@ -48,7 +50,7 @@ def row(host: str, replica: int, status: dict, releases: dict, recipe: dict, fre
         "release": str(cur.get("number", "-")),
         "mode": spec.get("mode", "-"),
         "health": status.get("health") or "no answer",
-        "server": host if replica == 1 else f"{host}-r{replica}",
+        "server": fleet.server_name(host, replica),
         "drained": bool(releases.get("drain")),
         "gate": (f"passed {gate.get('time', '')}" if passed else "FAILED" if gate else "none"),
         "tok_s": f"{tok:.1f} ({recipe.get('decode_tok_s', '-')})"

@@ -117,10 +117,10 @@ def lines(records: dict[str, dict], hosts: list[str]) -> list[str]:
                 "re-run the same command to go on"
             )
     box = next((r for r in records.values() if r.get("gpu") and r.get("tailnet")), None)
-    model = next((r["model"] for r in records.values() if r.get("model")), "laguna")
-    if router_url and router:
+    model = next((r["model"] for r in records.values() if r.get("model")), None)
+    if router_url and router and model:
         out += client_snippet(router_url, model, router["keys_env"])
-    elif box:
+    elif box and model:
         out += client_snippet(_url(box["tailnet"][0], box["api_port"]), model, "")
     return out
 
