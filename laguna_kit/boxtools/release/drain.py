@@ -12,6 +12,10 @@ import urllib.request
 from . import system
 from .store import Store
 
+# The longest wait for the router's two checks: each check starts a process on this box, and a
+# loaded box (a deploy of four boxes on two cores) took over 5 s for two of them.
+ROUTER_WAIT_S = 15
+
 
 def drain(store: Store, reason: str, by: str = "kit") -> None:
     """Ask the router for no new requests and wait until it has asked since and the running
@@ -44,7 +48,7 @@ def wait_for_the_router(agent: dict) -> None:
         need, count = 2, lambda: router_checks(agent["checks"])
     else:
         need, count = 2 * int(agent.get("replicas") or 1), lambda: accepted(agent["socket"])
-    start, deadline = count(), time.monotonic() + max(5, 4 * interval)
+    start, deadline = count(), time.monotonic() + max(ROUTER_WAIT_S, 8 * interval)
     while count() < start + need and time.monotonic() < deadline:
         time.sleep(0.1)
     if count() < start + need:

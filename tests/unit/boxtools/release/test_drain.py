@@ -89,7 +89,7 @@ def test_the_drain_waits_for_the_routers_own_checks_not_any_connection(box, monk
     monkeypatch.setattr(drain, "accepted", lambda unit: int(clock["t"] * 1000))  # anyone's
     monkeypatch.setattr(drain.time, "sleep", lambda s: clock.update(t=clock["t"] + s))
     drain.wait_for_the_router(agent)
-    assert clock["t"] >= 5 and "did not ask" in capsys.readouterr().err
+    assert clock["t"] >= drain.ROUTER_WAIT_S and "did not ask" in capsys.readouterr().err
 
     def router_asks(s):
         clock["t"] += s
