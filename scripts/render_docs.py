@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate the generated parts of DEPLOYMENT.md from group_data/all.py (the knob table and the
-rendered serving modes), so docs cannot drift from the one source of truth.  --check: exit 1 if
-stale."""
+"""Regenerate the generated parts of docs/reference.md from group_data/all.py (the knob table
+and the rendered serving modes), so docs cannot drift from the one source of truth.
+--check: exit 1 if stale."""
 
 import os
 import sys
@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from laguna_kit.domain import profiles
 from laguna_kit.knobs import declared  # noqa: E402
 
-DOC = declared.KIT_ROOT / "DEPLOYMENT.md"
+DOC = declared.KIT_ROOT / "docs" / "reference.md"
 BEGIN, END = "<!-- generated:knobs -->", "<!-- /generated:knobs -->"
 
 

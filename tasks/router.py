@@ -2,7 +2,7 @@
 # distribution (held: no upgrade under a running fleet), in a unit of the kit's own with the kit's
 # own configuration. Backends are the GPU boxes by tailnet address, each judged by vLLM's /health
 # and by its agent (the kit drains a box before restarting it); clients need an API key; the same
-# session header lands on the same box. DEPLOYMENT.md says why HAProxy.
+# session header lands on the same box. docs/explanation.md says why HAProxy.
 from pyinfra import host
 
 from laguna_kit.boxtools.layout import (

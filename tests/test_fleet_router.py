@@ -516,7 +516,7 @@ def test_a_replaced_router_reaches_no_box(fleet, deploy):
 
 
 def test_a_box_is_removed_and_added_as_deployment_md_says(fleet, deploy):
-    """DEPLOYMENT.md's procedure. Removed: stopped, out of the hosts file, `--limit routers`: the
+    """docs/howto.md's procedure. Removed: stopped, out of the hosts file, `--limit routers`: the
     router forgets it and the fleet serves on. Added back with `--limit BOX` alone: the router is
     left as it is and the run says how to add it; with `--limit BOX --limit routers` it is a
     backend again, UP once its gate passed."""

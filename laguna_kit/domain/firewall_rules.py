@@ -1,7 +1,7 @@
 """What the kit's nftables table lets in and out on one host, from its roles and the fleet's
 (files/laguna-firewall.nft.j2 renders it; tasks/firewall.py writes it).
 
-Who reaches what (DEPLOYMENT.md's security section says it per role):
+Who reaches what (docs/reference.md says it per role):
 - a GPU box behind a router: the router alone its API and agent; the monitor alone its node
   exporter and metrics relay (vLLM's /metrics, never the API); the fleet's other GPU boxes alone
   its checkpoint file server; other tailnet peers SSH, ping and firewall_open_ports;

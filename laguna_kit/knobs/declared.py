@@ -77,7 +77,7 @@ def defaults() -> dict:
 
 
 def knob_docs() -> dict[str, str]:
-    """Each knob's one-line why, for DEPLOYMENT.md and error messages."""
+    """Each knob's one-line why, for docs/reference.md and error messages."""
     return {name: k.why for name, k in declared().items()}
 
 

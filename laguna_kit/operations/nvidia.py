@@ -169,7 +169,7 @@ def nvidia_compute_present():
         raise OperationError(
             f"{host.name}: the NVIDIA driver lacks {', '.join(missing)} (found: "
             f"{', '.join(f'{k} {v}' for k, v in found.items() if v) or 'nothing'}): "
-            "install the driver's compute packages (DEPLOYMENT.md, the driver table)"
+            "install the driver's compute packages (docs/reference.md, the driver table)"
         )
     host.noop(
         "compute pieces: " + ", ".join(f"{k} {v or 'after the install'}" for k, v in found.items())

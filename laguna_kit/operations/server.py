@@ -106,7 +106,7 @@ def preflight(
         logger.warning(
             f"{host.name}: UEFI Secure Boot is on: the NVIDIA kernel module must be signed "
             "(Ubuntu: precompiled signed modules; Debian: DKMS with an enrolled MOK, "
-            'once at the console: DEPLOYMENT.md, "Debian under Secure Boot")'
+            'once at the console: docs/howto.md, "Debian under Secure Boot")'
         )
     host.noop(
         f"pre-flight passed: {hardware.describe(gpus)} (from the {source}), {free} MiB free at "

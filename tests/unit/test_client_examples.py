@@ -1,4 +1,4 @@
-"""DEPLOYMENT.md's API examples work as written: the curl commands and the OpenAI SDK example,
+"""docs/reference.md's API examples work as written: the curl commands and the OpenAI SDK example,
 run word for word against the stand-in vLLM server (tests/harness/standin_vllm, started here on
 loopback with the kit's own serving arguments: thinking on by default, vLLM's reasoning parser),
 and the command-line clients send the router's key and session header."""
@@ -27,7 +27,7 @@ def served(tmp_path_factory):
 
 
 def api_blocks(lang: str) -> list[str]:
-    text = (KIT_ROOT / "DEPLOYMENT.md").read_text()
+    text = (KIT_ROOT / "docs" / "reference.md").read_text()
     section = text.split("\n## API\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(rf"```{lang}\n(.*?)```", section, re.S)
 

@@ -1,5 +1,6 @@
 """The docs' facts exist: every knob, file, task, box tool, `--limit` group and `--data` key that
-README, DEPLOYMENT, OPERATIONS and TROUBLESHOOTING name is one the kit has (a newcomer follows them
+README, DEPLOYMENT (the tutorial), docs/ (how-to, reference, explanation), OPERATIONS,
+TROUBLESHOOTING and the CHANGELOG name is one the kit has (a newcomer follows them
 word for word), and they give the checkpoints one size."""
 
 import re
@@ -14,7 +15,17 @@ from laguna_kit.knobs.declared import PER_RUN, defaults
 from laguna_kit.knobs.hostsfile import CONNECTION_FIELDS
 from laguna_kit.knobs.shapes import PROFILE_FIELDS
 
-DOCS = ["README.md", "DEPLOYMENT.md", "OPERATIONS.md", "TROUBLESHOOTING.md", "CONTRIBUTING.md"]
+DOCS = [
+    "README.md",
+    "DEPLOYMENT.md",
+    "docs/howto.md",
+    "docs/reference.md",
+    "docs/explanation.md",
+    "OPERATIONS.md",
+    "TROUBLESHOOTING.md",
+    "CONTRIBUTING.md",
+    "CHANGELOG.md",
+]
 KNOBS = set(defaults()) | set(PER_RUN)
 # snake_case words in backticks that are not knobs, each what it is.
 NOT_KNOBS = {
@@ -160,8 +171,7 @@ def test_a_knob_is_written_as_toml_or_as_data_never_as_python():
 
     knobs = "|".join(sorted(defaults(), key=len, reverse=True))
     python_bool = re.compile(rf"\b({knobs}|force_slower)=(True|False)\b")
-    texts = [KIT_ROOT / n for n in ("README.md", "DEPLOYMENT.md", "OPERATIONS.md",
-                                    "TROUBLESHOOTING.md", "hosts.example.toml")]  # fmt: skip
+    texts = [KIT_ROOT / n for n in (*DOCS, "hosts.example.toml")]
     texts += sorted((KIT_ROOT / "laguna_kit").rglob("*.py")) + sorted(
         (KIT_ROOT / "tasks").glob("*.py")
     )
@@ -201,3 +211,31 @@ def test_every_pyinfra_option_the_docs_use_is_one_pyinfra_has():
         )
         == []
     )
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_between_the_docs_lands_on_a_file_and_a_heading():
+    """The docs were split by kind (tutorial, how-to, reference, explanation): a link that names a
+    file or a section moved away is a dead end for the reader."""
+    from pathlib import Path
+
+    dead = []
+    for name in DOCS:
+        doc = KIT_ROOT / name
+        for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, frag = target.partition("#")
+            dest = (doc.parent / path).resolve() if path else doc
+            if not dest.is_relative_to(KIT_ROOT) or not dest.exists():
+                dead.append(f"{name}: {target} (no such file)")
+                continue
+            if frag and dest.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", Path(dest).read_text(), re.M)
+                if frag not in {anchor(h) for h in headings}:
+                    dead.append(f"{name}: {target} (no such heading)")
+    assert dead == [], dead

@@ -4,7 +4,7 @@ only on the stdin of the command that writes it (never an upload: pyinfra's go t
 login user under sudo), readable by root alone from its first byte (umask 077), then by the one
 service group that needs it; it never appears in a command's text (pyinfra prints those).
 
-The table is the reference DEPLOYMENT.md's security section points to."""
+The table is the one in docs/reference.md, "Who reaches what"."""
 
 import pytest
 from pyinfra.api import FileUploadCommand, StringCommand

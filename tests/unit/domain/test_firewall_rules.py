@@ -14,7 +14,7 @@ from laguna_kit.operations.files import kit_file
 
 from ..fixtures import fleet_hosts
 
-# The fleets the docs offer (README, DEPLOYMENT.md, hosts.example.toml)
+# The fleets the docs offer (README, DEPLOYMENT.md, docs/, hosts.example.toml)
 FLEETS = {
     "one box": {"gpu-1": ["gpu"]},
     "boxes behind a router": {"gpu-1": ["gpu"], "gpu-2": ["gpu"], "edge": ["router"]},

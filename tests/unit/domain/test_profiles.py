@@ -100,7 +100,7 @@ def test_rendered_unit_matches_every_seed_fact():
                 "enable_thinking": True
             }
         elif flag.startswith(("--host 0.0.0.0 --port 8000", "-p ")):
-            # upstream's published port: replaced by host networking on 8080 (see DEPLOYMENT.md)
+            # upstream's published port: replaced by host networking on 8080 (docs/reference.md)
             continue
         elif flag == "--kv-cache-dtype":
             continue  # the seed's "No --kv-cache-dtype", asserted below

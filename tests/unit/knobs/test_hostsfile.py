@@ -115,7 +115,7 @@ def test_deployment_md_knob_table_is_current():
             [sys.executable, "scripts/render_docs.py", "--check"], cwd=KIT_ROOT
         ).returncode
         == 0
-    ), "DEPLOYMENT.md is stale: run scripts/render_docs.py"
+    ), "docs/reference.md is stale: run scripts/render_docs.py"
 
 
 def test_roles_make_the_router_and_gpu_groups(tmp_path):
