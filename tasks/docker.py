@@ -11,13 +11,18 @@ from laguna_kit.operations.docker import (
     docker_engine_checked,
     owner_engine,
 )
-from laguna_kit.operations.packages import apt_present, packages_held
+from laguna_kit.operations.packages import apt_present, command_package_present, packages_held
 from laguna_kit.operations.systemd import service_running
 from laguna_kit.run import memo
 
 d = host.data
 existing = owner_engine(memo.fact(host, DebPackages))
 ENGINE_RUNTIME = ("containerd", "runc")  # what Debian's and Ubuntu's docker.io depend on
+# Debian 13's docker.io (26.1.5+dfsg1-9) is the daemon alone and only Recommends docker-cli, the
+# `docker` command (its control file in trixie's index); Debian 12's (20.10.24) carries the
+# command. Ubuntu's could not be read here: the CLI package is installed wherever the release has
+# one and the box has no `docker`, so either packaging works.
+CLI = dict(command="docker", package="docker-cli")
 
 # Written before the package is installed, so the engine's very first start already uses it;
 # with a fleet image cache (roles = ["cache"]) it is the first registry mirror.
@@ -31,6 +36,7 @@ if existing and existing != d.docker_package:
     logger.info(f"{host.name}: using the Docker engine already installed ({existing}) as it is")
 elif existing:  # the owner's (or held when the kit installed it): used as it is
     apt_present(name=f"The Docker engine ({d.docker_package})", packages=[d.docker_package])
+    command_package_present(name="The docker command (docker-cli where packaged apart)", **CLI)
 else:
     # The kit's own engine, held with the runtime it brings: an unattended upgrade of either would
     # restart the serving container with no drain and no gate (the unit Requires=docker.service).
@@ -41,6 +47,9 @@ else:
     packages_held(
         name="The engine the kit installed, held (upgraded only by a deploy: drain, restart, gate)",
         packages=[d.docker_package, *brought],
+    )
+    command_package_present(
+        name="The docker command (docker-cli where packaged apart), held", hold=True, **CLI
     )
 docker_engine_checked(
     name="Docker engine the toolkit supports (19.03+)", package=existing or d.docker_package

@@ -8,7 +8,7 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.deb import DebPackages
-from pyinfra.facts.server import Command
+from pyinfra.facts.server import Command, Which
 
 from ..facts.packages import VenvPackages, canonical
 from ..run import memo
@@ -100,6 +100,37 @@ def apt_present(packages: list[str], hold: bool = False):
         yield f"apt-mark hold {' '.join(unheld)}"
     if not todo and not hold:
         host.noop(f"installed: {', '.join(packages)}")
+
+
+@operation()
+def command_package_present(command: str, package: str, hold: bool = False):
+    """
+    `command` on the box: where it is missing and the release ships `package` (a part another
+    package only Recommends, such as Debian 13's docker-cli beside docker.io), that package is
+    installed; where the release has no such package, nothing is done (the command comes with
+    another one there).
+
+    + command: the executable looked for on the PATH
+    + package: the package that brings it where the release packages it apart
+    + hold: ``apt-mark hold`` it (with an engine the kit installed and holds)
+
+    **Example:**
+
+    .. code:: python
+
+        command_package_present(name="docker", command="docker", package="docker-cli", hold=True)
+    """
+    if memo.fact(host, Which, command=command):
+        host.noop(f"{command} is on the box")
+        return
+    script = [
+        f"if command -v {command} >/dev/null || ! apt-cache show {package} >/dev/null 2>&1; "
+        "then exit 0; fi",
+        no_removals([package]),
+        f"{APT_ENV} {APT_INSTALL} {package}",
+        *([f"apt-mark hold {package}"] if hold else []),
+    ]
+    yield "\n".join(script)
 
 
 @operation()

@@ -4,11 +4,12 @@ Laid out as the real servers are, so the kit's production code path (sources lis
 ``signed-by``, key download, ``apt-get install``, ``pip install --index-url``) runs unchanged and
 only the base URLs and the key differ:
 
-- ``debian/``    a partial Debian mirror: the real distro debs the kit installs (main), the suite
-                 signed with the harness key;
+- ``debian/``    a partial Debian mirror: the real distro debs the kit installs (main) for each of
+                 rootfs.SUITES (bookworm, trixie), each suite signed with the harness key;
 - ``nvidia/``    NVIDIA's flat libnvidia-container repo (``stable/deb/amd64 /``), key at ``gpgkey``;
-- ``cuda/``      NVIDIA's CUDA repository for debian12 (``repos/debian12/x86_64/ /``), the driver;
-- ``tailscale/`` Tailscale's ``stable/debian bookworm main`` repo, key at ``bookworm.noarmor.gpg``;
+- ``cuda/``      NVIDIA's CUDA repositories for debian12 and debian13 (``repos/debianN/x86_64/ /``),
+                 the driver;
+- ``tailscale/`` Tailscale's ``stable/debian <suite> main`` repos, keys at ``<suite>.noarmor.gpg``;
 - ``pypi/simple/`` wheels for the box-side venv (huggingface_hub and its dependencies).
 """
 
@@ -34,6 +35,9 @@ STANDINS = HERE / "standin_packages"
 VERSIONS = {"TAILSCALE_VERSION": "1.90.6"}
 # What the box-side venv installs (the kit's own pins); pip resolves their dependencies.
 BOX_WHEELS = declared.defaults()["box_venv_packages"]
+# The python3 of each release a box runs (bookworm 3.11, trixie 3.13): a wheel with compiled code
+# (PyYAML) is built per version.
+BOX_PYTHONS = ("3.11", "3.13")
 
 
 def _run(cmd, **kw):
@@ -147,9 +151,16 @@ def _sign(release_dir: Path, *conf: str) -> None:
     )
 
 
+# NVIDIA's CUDA repository per distribution, and the name of the signing key file the stand-in
+# serves there: debian12's is 3bf863cc.pub (NVIDIA's install guide); debian13's is not confirmed
+# here (package_sources.DRIVERS), so its stand-in serves the kit's second candidate only, and a box
+# that finds the first missing must take the second.
+CUDA_DISTROS = {"debian12": "3bf863cc.pub", "debian13": "8793F200.pub"}
+
+
 def build() -> Path:
     """Build (or reuse) the whole served tree; returns its root."""
-    debs = rootfs.distro_debs()
+    debs = {suite: rootfs.distro_debs(suite) for suite in rootfs.SUITES}
     root = cache_dir() / "served"
     stamp_inputs = sorted(
         str(p.relative_to(HERE)) + str(p.stat().st_mtime_ns)
@@ -158,7 +169,11 @@ def build() -> Path:
         if p.is_file()
     ) + [str((HERE / "nvidia_repos.py").stat().st_mtime_ns), repr(nvidia_repos.TOOLKIT_VERSIONS)]
     stamp = (
-        "\n".join([str(debs), repr(VERSIONS), repr(BOX_WHEELS), os.uname().release, *stamp_inputs])
+        "\n".join(
+            [repr(debs), repr(VERSIONS), repr(BOX_WHEELS), repr(BOX_PYTHONS), repr(CUDA_DISTROS)]
+            + [os.uname().release]
+            + stamp_inputs
+        )
         + "\n"
     )
     if (root / ".stamp").exists() and (root / ".stamp").read_text() == stamp:
@@ -169,43 +184,11 @@ def build() -> Path:
     public_binary = _gpg("--export")
     (root / "harness-key.asc").write_bytes(public_armored)
     (root / "harness-key.gpg").write_bytes(public_binary)
+    for suite, suite_debs in debs.items():
+        _debian_suite(root / "debian", suite, suite_debs)
+        _tailscale_suite(root / "tailscale/stable/debian", suite, public_binary)
 
-    # Partial Debian mirror.
-    deb_root = root / "debian"
-    main_pool = deb_root / "pool/main"
-    main_pool.mkdir(parents=True)
-    for deb in debs.glob("*.deb"):
-        shutil.copy(deb, main_pool / deb.name)
-    # The boxes run this machine's kernel, which no archive has headers for. The metapackage the
-    # kit installs so the next kernel gets a module depends on the running kernel's headers, as
-    # Debian's does (bookworm: linux-headers-amd64 Depends linux-headers-6.1.0-N-amd64).
-    build_placeholder_deb(
-        f"linux-headers-{os.uname().release}",
-        "1",
-        "kernel headers for the harness kernel",
-        main_pool,
-    )
-    build_placeholder_deb(
-        "linux-headers-amd64",
-        "1",
-        "kernel headers metapackage (follows the harness kernel)",
-        main_pool,
-        depends=f"linux-headers-{os.uname().release}",
-    )
-    suite = deb_root / "dists" / rootfs.SUITE
-    _index(deb_root, "pool/main", f"dists/{rootfs.SUITE}/main/binary-amd64")
-    for comp in ("contrib", "non-free", "non-free-firmware"):
-        _write_empty(suite / comp / "binary-amd64")
-    _sign(
-        suite,
-        f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
-        f"APT::FTPArchive::Release::Codename={rootfs.SUITE}",
-        "APT::FTPArchive::Release::Architectures=amd64",
-        "APT::FTPArchive::Release::Components=main contrib non-free non-free-firmware",
-        "APT::FTPArchive::Release::Origin=Debian",
-    )
-
-    # NVIDIA's flat repositories: the container toolkit's, and the CUDA repository's for debian12.
+    # NVIDIA's flat repositories: the container toolkit's, and the CUDA repository's per distro.
     work = root / ".stubs"
     flat = root / "nvidia/stable/deb/amd64"
     flat.mkdir(parents=True)
@@ -214,32 +197,70 @@ def build() -> Path:
     _sign(flat, "APT::FTPArchive::Release::Origin=NVIDIA-standin")
     (root / "nvidia/gpgkey").write_bytes(public_armored)
     for shape in nvidia_repos.CUDA_SHAPES:  # cuda/ (split) and cuda-bundled/
-        cuda = root / ("cuda" if shape == "split" else f"cuda-{shape}") / "repos/debian12/x86_64"
-        cuda.mkdir(parents=True)
-        nvidia_repos.build_cuda_repo(cuda, work, shape)
-        _index(cuda, ".", ".")
-        _sign(cuda, "APT::FTPArchive::Release::Origin=NVIDIA-CUDA-standin")
-        (cuda / "3bf863cc.pub").write_bytes(public_armored)
+        for distro, key_name in CUDA_DISTROS.items():
+            top = root / ("cuda" if shape == "split" else f"cuda-{shape}")
+            cuda = top / f"repos/{distro}/x86_64"
+            cuda.mkdir(parents=True)
+            nvidia_repos.build_cuda_repo(cuda, work, shape)
+            _index(cuda, ".", ".")
+            _sign(cuda, "APT::FTPArchive::Release::Origin=NVIDIA-CUDA-standin")
+            (cuda / key_name).write_bytes(public_armored)
     shutil.rmtree(work)
-
-    # Tailscale's repository.
-    ts_root = root / "tailscale/stable/debian"
-    (ts_root / "pool").mkdir(parents=True)
-    build_standin_deb("tailscale", ts_root / "pool")
-    _index(ts_root, "pool", f"dists/{rootfs.SUITE}/main/binary-amd64")
-    _sign(
-        ts_root / "dists" / rootfs.SUITE,
-        f"APT::FTPArchive::Release::Suite={rootfs.SUITE}",
-        f"APT::FTPArchive::Release::Codename={rootfs.SUITE}",
-        "APT::FTPArchive::Release::Components=main",
-        "APT::FTPArchive::Release::Architectures=amd64",
-        "APT::FTPArchive::Release::Origin=Tailscale-standin",
-    )
-    (ts_root / f"{rootfs.SUITE}.noarmor.gpg").write_bytes(public_binary)
 
     build_wheel_index(root / "pypi/simple")
     (root / ".stamp").write_text(stamp)
     return root
+
+
+def _debian_suite(deb_root: Path, suite: str, debs: Path) -> None:
+    """One release of the partial Debian mirror: its own pool, index and signed Release."""
+    pool = deb_root / "pool" / suite
+    pool.mkdir(parents=True)
+    for deb in debs.glob("*.deb"):
+        shutil.copy(deb, pool / deb.name)
+    # The boxes run this machine's kernel, which no archive has headers for. The metapackage the
+    # kit installs so the next kernel gets a module depends on the running kernel's headers, as
+    # Debian's does (bookworm: linux-headers-amd64 Depends linux-headers-6.1.0-N-amd64; trixie:
+    # linux-headers-6.12.N-amd64).
+    build_placeholder_deb(
+        f"linux-headers-{os.uname().release}", "1", "kernel headers for the harness kernel", pool
+    )
+    build_placeholder_deb(
+        "linux-headers-amd64",
+        "1",
+        "kernel headers metapackage (follows the harness kernel)",
+        pool,
+        depends=f"linux-headers-{os.uname().release}",
+    )
+    dist = deb_root / "dists" / suite
+    _index(deb_root, f"pool/{suite}", f"dists/{suite}/main/binary-amd64")
+    for comp in ("contrib", "non-free", "non-free-firmware"):
+        _write_empty(dist / comp / "binary-amd64")
+    _sign(
+        dist,
+        f"APT::FTPArchive::Release::Suite={suite}",
+        f"APT::FTPArchive::Release::Codename={suite}",
+        "APT::FTPArchive::Release::Architectures=amd64",
+        "APT::FTPArchive::Release::Components=main contrib non-free non-free-firmware",
+        "APT::FTPArchive::Release::Origin=Debian",
+    )
+
+
+def _tailscale_suite(ts_root: Path, suite: str, public_binary: bytes) -> None:
+    """Tailscale's repository for one release (pkgs.tailscale.com/stable/debian <suite> main)."""
+    pool = ts_root / "pool" / suite
+    pool.mkdir(parents=True)
+    build_standin_deb("tailscale", pool)
+    _index(ts_root, f"pool/{suite}", f"dists/{suite}/main/binary-amd64")
+    _sign(
+        ts_root / "dists" / suite,
+        f"APT::FTPArchive::Release::Suite={suite}",
+        f"APT::FTPArchive::Release::Codename={suite}",
+        "APT::FTPArchive::Release::Components=main",
+        "APT::FTPArchive::Release::Architectures=amd64",
+        "APT::FTPArchive::Release::Origin=Tailscale-standin",
+    )
+    (ts_root / f"{suite}.noarmor.gpg").write_bytes(public_binary)
 
 
 def _write_empty(path: Path) -> None:
@@ -253,27 +274,16 @@ def build_wheel_index(simple: Path) -> None:
     """A PEP 503 'simple' tree: one folder per normalised project name holding its wheels."""
     wheels = cache_dir() / "wheels"
     wheels.mkdir(exist_ok=True)
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--only-binary=:all:",
-            "--dest",
-            str(wheels),
-            "--python-version",
-            "3.11",
-            "--platform",
-            "manylinux2014_x86_64",
-            "--platform",
-            "manylinux_2_28_x86_64",
-            "--platform",
-            "manylinux_2_17_x86_64",
-            *BOX_WHEELS,
-        ]
-    )
+    for python in BOX_PYTHONS:
+        _run(
+            [
+                sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                "--dest", str(wheels), "--python-version", python,
+                "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
+                "--platform", "manylinux_2_17_x86_64",
+                *BOX_WHEELS,
+            ]
+        )  # fmt: skip
     for whl in wheels.glob("*.whl"):
         project = whl.name.split("-")[0].lower().replace("_", "-").replace(".", "-")
         (simple / project).mkdir(parents=True, exist_ok=True)

@@ -133,6 +133,8 @@ class Box:
     login_user: str = "root"
     # Its roles in the hosts file: "gpu" (a serving box), "router" (the fleet's endpoint).
     roles: list = field(default_factory=lambda: ["gpu"])
+    # Its Debian release (rootfs.SUITES): bookworm (Debian 12) or trixie (Debian 13).
+    suite: str = rootfs.SUITE
     supervisor: subprocess.Popen | None = None
 
     # --- addresses -------------------------------------------------------------------------
@@ -178,7 +180,7 @@ class Box:
         if not 1 <= self.number <= 200:
             raise HarnessError(f"box number {self.number} out of range 1..200")
         self.destroy()
-        base = rootfs.box_rootfs()
+        base = rootfs.box_rootfs(self.suite)
         self._network()
         self._overlay(base)
         self._configure(repo_urls)
@@ -272,10 +274,7 @@ class Box:
         # The box's distribution archive is the harness's partial mirror (no route out).
         keyring = r / "usr/share/keyrings/laguna-harness-archive.gpg"
         keyring.write_bytes(Path(repo_urls["key_file"]).read_bytes())
-        (r / "etc/apt/sources.list").write_text(
-            f"deb [signed-by=/usr/share/keyrings/laguna-harness-archive.gpg] {repo_urls['debian']} "
-            f"{rootfs.SUITE} main\n"
-        )
+        self._apt_sources(repo_urls["debian"], "/usr/share/keyrings/laguna-harness-archive.gpg")
         # apt-daily would race the deploy for the dpkg lock at boot; a harness box is never idle
         # long.
         for timer in ("apt-daily.timer", "apt-daily-upgrade.timer"):
@@ -326,6 +325,21 @@ class Box:
                 },
                 indent=1,
             )
+        )
+
+    def _apt_sources(self, url: str, keyring: str) -> None:
+        """The distribution's archive as its installer writes it: bookworm one-line in
+        sources.list; trixie deb822 in sources.list.d/debian.sources, sources.list gone."""
+        r = self.root
+        if self.suite == "bookworm":
+            (r / "etc/apt/sources.list").write_text(
+                f"deb [signed-by={keyring}] {url} {self.suite} main\n"
+            )
+            return
+        (r / "etc/apt/sources.list").unlink(missing_ok=True)
+        (r / "etc/apt/sources.list.d/debian.sources").write_text(
+            f"Types: deb\nURIs: {url}\nSuites: {self.suite}\nComponents: main\n"
+            f"Signed-By: {keyring}\n"
         )
 
     def start(self) -> None:

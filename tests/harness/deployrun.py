@@ -161,14 +161,20 @@ def run_deploy_on_a_terminal(
 ) -> tuple[DeployResult, int]:
     """The run as an operator types it at a terminal (no -y, a pty) who presses Enter at every
     prompt pyinfra shows: (its result, with the terminal's text as stdout; how many prompts)."""
+    cmd, full_env = deploy_command(sandbox, boxes, deploy, interactive=True, **kw)
+    return typed(cmd, KIT_ROOT, full_env, timeout)
+
+
+def typed(cmd: list[str], cwd, env: dict, timeout: float = 1500) -> tuple[DeployResult, int]:
+    """`cmd` run on a terminal (a pty) by someone who presses Enter at every prompt pyinfra
+    shows: (its result, with the terminal's text as stdout; how many prompts)."""
     import pty
     import select
     import time
 
-    cmd, full_env = deploy_command(sandbox, boxes, deploy, interactive=True, **kw)
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        cmd, cwd=KIT_ROOT, stdin=slave, stdout=slave, stderr=slave, env=full_env, close_fds=True
+        cmd, cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
     )
     os.close(slave)
     out, prompts, deadline = b"", 0, time.monotonic() + timeout

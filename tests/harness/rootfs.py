@@ -3,11 +3,14 @@
 Three artefacts, each cached under a key made of its inputs, so a changed package list rebuilds
 only what it touches:
 
-- the *box* rootfs: a bare bookworm server (systemd, sshd, nftables) that pyinfra deploys to;
-- the *image* rootfs: python3 only, the base of the stand-in vLLM image;
+- the *box* rootfs: a bare server (systemd, sshd, nftables) that pyinfra deploys to, one per
+  Debian release a box may run (SUITES: bookworm, Debian 12, for most tests; trixie, Debian 13,
+  for the tests that run on both);
+- the *image* rootfs: python3 only, the base of the stand-in vLLM image (bookworm);
 - the *distro debs*: the real Debian packages the kit installs from the distribution (docker.io,
-  python3-venv, ...), downloaded with the box's own apt so their dependencies match the box exactly.
-  The box has no route out; these are served to it from the harness's local mirror.
+  python3-venv, ...), per release, downloaded with the box's own apt so their dependencies match
+  the box exactly. The box has no route out; these are served to it from the harness's local
+  mirror.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from pathlib import Path
 from .errors import HarnessError
 from .paths import build_lock, cache_dir
 
-SUITE = "bookworm"
+# The Debian releases a harness box runs, as debootstrap and the archive name them; the first is
+# every box's unless a test asks for another (Box.suite).
+SUITES = ("bookworm", "trixie")
+SUITE = SUITES[0]
 
 # What a freshly installed minimal Debian/Ubuntu server has: the kit must install everything else.
 BOX_PACKAGES = [
@@ -57,6 +63,13 @@ DISTRO_DEBS = [
     "nginx",
     "docker-registry",
 ]
+# What a release packages apart and the kit installs where it exists: trixie's docker.io (26.1.5)
+# only Recommends docker-cli, the `docker` command (its control file in trixie's index).
+SUITE_DEBS = {"trixie": ["docker-cli"]}
+
+
+def debs_of(suite: str) -> list[str]:
+    return DISTRO_DEBS + SUITE_DEBS.get(suite, [])
 
 
 def _key(*parts: object) -> str:
@@ -73,16 +86,16 @@ def _run(cmd: list[str], log: Path, **kw) -> None:
         raise HarnessError(f"{cmd[0]} failed (exit {proc.returncode}); log {log}:\n{tail}")
 
 
-def _debootstrap(dest: Path, packages: list[str]) -> Path:
+def _debootstrap(dest: Path, packages: list[str], suite: str = SUITE) -> Path:
     """Build into a temporary folder and rename at the end, so an interrupted build never looks
     done."""
     if (dest / ".complete").exists():
         return dest
     with build_lock():
-        return _debootstrap_locked(dest, packages)
+        return _debootstrap_locked(dest, packages, suite)
 
 
-def _debootstrap_locked(dest: Path, packages: list[str]) -> Path:
+def _debootstrap_locked(dest: Path, packages: list[str], suite: str) -> Path:
     if (dest / ".complete").exists():  # another worker built it while this one waited
         return dest
     tmp = dest.with_name(dest.name + ".partial")
@@ -91,7 +104,7 @@ def _debootstrap_locked(dest: Path, packages: list[str]) -> Path:
     log = dest.with_name(dest.name + ".log")
     log.write_text("")
     _run(
-        ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), SUITE, str(tmp)],
+        ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), suite, str(tmp)],
         log,
     )
     (tmp / ".complete").write_text(" ".join(packages) + "\n")
@@ -100,29 +113,30 @@ def _debootstrap_locked(dest: Path, packages: list[str]) -> Path:
     return dest
 
 
-def box_rootfs() -> Path:
-    return _debootstrap(cache_dir() / f"rootfs-box-{_key(SUITE, BOX_PACKAGES)}", BOX_PACKAGES)
+def box_rootfs(suite: str = SUITE) -> Path:
+    dest = cache_dir() / f"rootfs-box-{_key(suite, BOX_PACKAGES)}"
+    return _debootstrap(dest, BOX_PACKAGES, suite)
 
 
 def image_rootfs() -> Path:
     return _debootstrap(cache_dir() / f"rootfs-image-{_key(SUITE, IMAGE_PACKAGES)}", IMAGE_PACKAGES)
 
 
-def distro_debs() -> Path:
-    """Download DISTRO_DEBS and whatever they need beyond the bare box, through a throw-away copy
+def distro_debs(suite: str = SUITE) -> Path:
+    """Download debs_of(suite) and whatever they need beyond the bare box, through a throw-away copy
     of it."""
-    base = box_rootfs()
-    dest = cache_dir() / f"debs-{_key(SUITE, BOX_PACKAGES, DISTRO_DEBS)}"
+    base = box_rootfs(suite)
+    dest = cache_dir() / f"debs-{_key(suite, BOX_PACKAGES, debs_of(suite))}"
     if (dest / ".complete").exists():
         return dest
     with build_lock():
-        return _distro_debs_locked(base, dest)
+        return _distro_debs_locked(base, dest, debs_of(suite))
 
 
-def _distro_debs_locked(base: Path, dest: Path) -> Path:
+def _distro_debs_locked(base: Path, dest: Path, debs: list[str]) -> Path:
     if (dest / ".complete").exists():
         return dest
-    work = cache_dir() / "debs-chroot.partial"
+    work = dest.with_name(dest.name + ".chroot.partial")
     shutil.rmtree(work, ignore_errors=True)
     log = dest.with_name(dest.name + ".log")
     log.write_text("")
@@ -140,7 +154,7 @@ def _distro_debs_locked(base: Path, dest: Path) -> Path:
             "-q",
             "--download-only",
             "--no-install-recommends",
-            *DISTRO_DEBS,
+            *debs,
         ],
         log,
         env=env,
@@ -151,6 +165,6 @@ def _distro_debs_locked(base: Path, dest: Path) -> Path:
         shutil.copy(deb, dest / deb.name)
     shutil.rmtree(work, ignore_errors=True)
     if not any(dest.glob("*.deb")):
-        raise HarnessError(f"no .deb downloaded for {DISTRO_DEBS}; see {log}")
+        raise HarnessError(f"no .deb downloaded for {debs}; see {log}")
     (dest / ".complete").write_text("\n")
     return dest
