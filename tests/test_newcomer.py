@@ -72,6 +72,8 @@ def newcomer(sandbox):
     home = base / "home"
     (home / ".ssh").mkdir(parents=True)
     shutil.copy(boxmod.harness_ssh_key(), home / ".ssh" / "id_ed25519")
+    # the kit's repository here belongs to root; git clones another user's only when told to
+    (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
     subprocess.run(["chown", "-R", "65534:65534", str(base)], check=True)
     (home / ".ssh").chmod(0o700)
     (home / ".ssh" / "id_ed25519").chmod(0o600)
@@ -79,10 +81,6 @@ def newcomer(sandbox):
         "HOME": str(home),
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
-        # the kit's repository here belongs to root; a clone of one's own would not need this
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "safe.directory",
-        "GIT_CONFIG_VALUE_0": "*",
         **sandbox.env(),  # Quick start's step 2: the keys exported in the deploying shell
     }
     b = sandbox.add_box("nc1", suite="trixie")
