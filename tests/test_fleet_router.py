@@ -1,6 +1,11 @@
 """The fleet router (issue 16) on harness boxes: three serving boxes and one router, which is the
-fleet's monitor too (roles = ["router", "monitor"]), deployed by one `pyinfra inventory.py
-deploy.py`, with real HAProxy and Prometheus from Debian's archive and real packets.
+fleet's monitor and image cache too (roles = ["router", "monitor", "cache"]), deployed by one
+`pyinfra inventory.py deploy.py`, with real HAProxy, Prometheus and docker-registry from Debian's
+archive and real packets. A mixed fleet (issue 39): rt1 and rt3 run Debian 12, rt2 and the router
+Debian 13, so each version-dependent file the kit writes runs on both releases somewhere: HAProxy
+3.0, Prometheus 2.53, Alertmanager 0.28, node exporter 1.9, docker-registry 2.8.3, nginx 1.26,
+Docker 26 (its CLI a package of its own), nftables 1.1 and systemd 257 here; their bookworm
+versions in the other drills.
 
 - the router answers with a key only (401 without), streams through, and a box's API port answers
   the router alone (no answer to another tailnet peer, none off the tailnet);
@@ -42,12 +47,12 @@ def tailnet(*cmd, check=False, **kw):
 
 @pytest.fixture(scope="module")
 def fleet(sandbox):
-    boxes = [sandbox.add_box(f"rt{i}") for i in (1, 2)]
+    boxes = [sandbox.add_box("rt1"), sandbox.add_box("rt2", suite="trixie")]
     # the driver numbered the 8-card box's nodes in reverse (a minor number is the driver's, not
     # the card's index): each replica must be given its own cards' /dev/nvidiaN
     eight = [dict(g, minor=7 - i) for i, g in enumerate(boxmod.gpus(boxmod.RTX_3090, 8))]
     boxes.append(sandbox.add_box("rt3", gpus=eight))
-    router = sandbox.add_box("rtr", roles=["router", "monitor"])
+    router = sandbox.add_box("rtr", roles=["router", "monitor", "cache"], suite="trixie")
     first = run_deploy(sandbox, [*boxes, router], timeout=1500)
     (run_dir() / "router-first-deploy.log").write_text(first.output)
     yield boxes, router, first
@@ -168,6 +173,16 @@ def test_fleet_deploys_in_one_run_and_needs_a_key(fleet):
     held = router.run("cat /etc/laguna-kit/router-api-keys.sha256").stdout
     assert len(held.split()) == 2 and not any(k in held for k in ROUTER_KEYS)
     assert not any(k in first.output for k in ROUTER_KEYS)
+    # The image cache on the router's host serves its clients: every box's Docker lists it first
+    # among its mirrors, and the image's layers are in its store (they came through it).
+    cache = f"http://{router.tailnet_v4}:{KNOBS['registry_cache_port']}"
+    for b in boxes:
+        mirrors = json.loads(
+            b.run("docker info --format '{{json .RegistryConfig.Mirrors}}'").stdout
+        )
+        assert mirrors and mirrors[0].rstrip("/") == cache, (b.name, mirrors)
+    layers = router.run(f"find {KNOBS['registry_cache_dir']} -path '*/blobs/*' -name data").stdout
+    assert len(layers.split()) >= 2, layers
 
 
 def test_a_box_answers_the_router_alone(fleet):

@@ -128,6 +128,8 @@ class Sandbox:
                 HARNESS_DOCKER, **{"registry-mirrors": [u["registry_mirror"]]}
             ),
             "nvidia_allow_reboot": True,
+            # a host with roles = ["cache"] caches the stand-in Docker Hub (the lab's upstream)
+            "registry_cache_upstream": u["registry_mirror"],
         }
 
     def write_hosts(
