@@ -5,6 +5,7 @@ from pyinfra import host, logger
 from pyinfra.facts.deb import DebPackages
 from pyinfra.operations import server
 
+from laguna_kit.facts.docker import DockerEngine
 from laguna_kit.operations.docker import (
     daemon_config_merged,
     docker_config_applied,
@@ -22,7 +23,7 @@ ENGINE_RUNTIME = ("containerd", "runc")  # what Debian's and Ubuntu's docker.io 
 # `docker` command (its control file in trixie's index); Debian 12's (20.10.24) carries the
 # command. Ubuntu's could not be read here: the CLI package is installed wherever the release has
 # one and the box has no `docker`, so either packaging works.
-CLI = dict(command="docker", package="docker-cli")
+CLI = dict(command="docker", package="docker-cli", present=memo.fact(host, DockerEngine)["cli"])
 
 # Written before the package is installed, so the engine's very first start already uses it;
 # with a fleet image cache (roles = ["cache"]) it is the first registry mirror.

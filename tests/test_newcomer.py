@@ -147,7 +147,9 @@ def test_status_upgrade_and_rollback_as_operations_md_writes_them(newcomer):
     b, checkout, _ = newcomer
     res, prompts = type_in(newcomer, operations_command("status"), timeout=300)
     assert res.ok and prompts == 0, res.output[-3000:]  # a read-only task asks nothing with -y
-    assert "laguna" in res.output, res.output[-3000:]
+    # the fleet's table: the box's row (host, replica, release, mode, health, ... last gate)
+    row = re.search(r"(?m)^gpu-1\s+1\s+1\s+champion\s+.*$", res.output)
+    assert row and "passed" in row.group(0), res.output[-3000:]
 
     # An upgrade: a knob the reference shows, set in the hosts file; a new release, gated.
     hosts = checkout / "hosts.toml"

@@ -21,6 +21,7 @@ class EngineState(TypedDict):
     config_mtime: int | None
     started: int | None
     reloaded: int | None
+    cli: bool
 
 
 class DockerImage(FactBase[PulledImage | None]):
@@ -63,7 +64,8 @@ class DockerEngine(FactBase[EngineState]):
     """The engine on the box: ``{"unit": bool (docker.service exists), "version": dockerd's
     version or "", "config_mtime": daemon.json's mtime or None, "started": when dockerd last
     started, None when it is not running, "reloaded": when the kit last had it reload a
-    daemon.json whose only change it can reload (registry-mirrors), or None}``."""
+    daemon.json whose only change it can reload (registry-mirrors), or None, "cli": whether the
+    ``docker`` command is on the PATH (Debian 13 packages it apart: docker-cli)}``."""
 
     def command(self):
         return (
@@ -71,6 +73,7 @@ class DockerEngine(FactBase[EngineState]):
             "echo \"version=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version "
             "\\([^,]*\\).*/\\1/p')\"; "
             'echo "config_mtime=$(stat -c %Y /etc/docker/daemon.json 2>/dev/null)"; '
+            "command -v docker >/dev/null 2>&1 && echo cli=yes || echo cli=no; "
             f'echo "reloaded=$(stat -c %Y {RELOADED} 2>/dev/null)"; '
             "ts=$(systemctl show docker.service -p ActiveEnterTimestamp --value 2>/dev/null); "
             'if [ -n "$ts" ] && [ "$(systemctl is-active docker.service)" = active ]; '
@@ -90,4 +93,5 @@ class DockerEngine(FactBase[EngineState]):
             "config_mtime": stamp("config_mtime"),
             "started": stamp("started"),
             "reloaded": stamp("reloaded"),
+            "cli": got.get("cli") == "yes",
         }

@@ -8,7 +8,7 @@ import shlex
 from pyinfra import host, logger
 from pyinfra.api import operation
 from pyinfra.facts.deb import DebPackages
-from pyinfra.facts.server import Command, Which
+from pyinfra.facts.server import Command
 
 from ..facts.packages import VenvPackages, canonical
 from ..run import memo
@@ -103,7 +103,7 @@ def apt_present(packages: list[str], hold: bool = False):
 
 
 @operation()
-def command_package_present(command: str, package: str, hold: bool = False):
+def command_package_present(command: str, package: str, present: bool, hold: bool = False):
     """
     `command` on the box: where it is missing and the release ships `package` (a part another
     package only Recommends, such as Debian 13's docker-cli beside docker.io), that package is
@@ -112,15 +112,18 @@ def command_package_present(command: str, package: str, hold: bool = False):
 
     + command: the executable looked for on the PATH
     + package: the package that brings it where the release packages it apart
+    + present: whether `command` is on the box now (read by a fact the caller already has)
     + hold: ``apt-mark hold`` it (with an engine the kit installed and holds)
 
     **Example:**
 
     .. code:: python
 
-        command_package_present(name="docker", command="docker", package="docker-cli", hold=True)
+        command_package_present(
+            name="docker", command="docker", package="docker-cli", present=False, hold=True
+        )
     """
-    if memo.fact(host, Which, command=command):
+    if present:
         host.noop(f"{command} is on the box")
         return
     script = [
