@@ -129,6 +129,11 @@ def tcp_answers(address, port, ns=boxmod.TAILNET_NS) -> bool:
 def test_fleet_deploys_in_one_run_and_needs_a_key(fleet):
     boxes, router, first = fleet
     assert first.ok, first.explain()
+    # one run deployed Debian 12 and 13 hosts (issue 39); the router's HAProxy is trixie's 3.0
+    release = {b.name: b.run(". /etc/os-release; echo $VERSION_ID").stdout.strip() for b in boxes}
+    assert list(release.values()) == ["12", "13", "12"], release
+    assert router.run(". /etc/os-release; echo $VERSION_ID").stdout.strip() == "13"
+    assert router.run("dpkg-query -W -f '${Version}' haproxy").stdout.startswith("3.0")
     for b in boxes:
         assert server_state(router, b.name) == "UP", metrics(router)
     eight = boxes[2]
