@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -264,9 +265,14 @@ def test_the_boxes_pull_the_image_through_the_cache(fleet):
     )
     assert image > 0, "the cache stored nothing"
     # Each blob left the stand-in Docker Hub whole once: the warming's own request is closed at
-    # its headers (what the socket buffers held, a few MiB at most, went with it).
+    # its headers, and what the path's socket buffers held by then went with it: at most the
+    # cache's receive buffer plus the stand-in's send buffer (the kernels' tcp_rmem / tcp_wmem
+    # maxima; a CI run under load measured 10.35 MB over a 45 MB blob, within their 10 MiB).
+    buffers = int(cache.run("cut -f3 /proc/sys/net/ipv4/tcp_rmem").stdout) + int(
+        Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2]
+    )
     for blob, size in sizes.items():
-        assert sent.get(blob, 0) <= size + (8 << 20), (blob, size, sent)
+        assert sent.get(blob, 0) <= size + buffers + (1 << 20), (blob, size, buffers, sent)
     warm = json.loads(cache.run("cat /opt/laguna-kit/state/cache-warm.json").stdout)
     assert warm["image"] == "vllm/vllm-openai:v0.25.1" and warm["digest"] in digests
 
