@@ -73,6 +73,14 @@ def curl(where: list[str], url: str) -> str:
     return proc.stdout.strip() or "000"
 
 
+def sending_peer_files(b) -> bool:
+    """Whether `b`'s peer file server has bytes queued on a connection (Send-Q > 0): a kill
+    between two files would cost the fetching box nothing to leave, and prove nothing."""
+    lines = b.run(f"ss -Htn state established '( sport = :{PORT} )'", check=False).stdout
+    queues = [line.split()[1] for line in lines.splitlines() if len(line.split()) >= 2]
+    return any(q.isdigit() and int(q) > 0 for q in queues)
+
+
 def registry_log() -> str:
     return (run_dir() / "registry.log").read_text(errors="replace")
 
@@ -187,18 +195,10 @@ def test_a_peer_killed_or_lying_costs_a_resume_or_a_refetch_never_a_bad_file(san
                 f"du -sb {TARGET}/.laguna-partial 2>/dev/null | cut -f1; true", check=False
             ).stdout.strip()
             # (the refusal as the fetch says it: its record also holds an empty
-            # "refused_from_peers" list from the start)
-            # ff2 mid-transfer: its peer server has bytes queued for ff3 (between two files the
-            # kill would cost ff3 nothing to leave, and the drill would prove nothing)
-            sending = any(
-                int(line.split()[1]) > 0
-                for line in two.run(
-                    f"ss -Htn state established '( sport = :{PORT} )'",
-                    check=False,
-                ).stdout.splitlines()
-                if len(line.split()) >= 2 and line.split()[1].isdigit()
-            )
-            if "fetched again without them" in rec and partial and int(partial) > 4096 and sending:
+            # "refused_from_peers" list from the start); ff2 mid-transfer: asked last, once the
+            # rest holds, so the poll stays quick
+            refused = "fetched again without them" in rec and partial and int(partial) > 4096
+            if refused and sending_peer_files(two):
                 two.run("systemctl kill -s KILL laguna-peer-files.service")
                 killed.append(time.monotonic())
                 return

@@ -125,12 +125,12 @@ def image_rootfs() -> Path:
 def distro_debs(suite: str = SUITE) -> Path:
     """Download debs_of(suite) and whatever they need beyond the bare box, through a throw-away copy
     of it."""
-    base = box_rootfs(suite)
-    dest = cache_dir() / f"debs-{_key(suite, BOX_PACKAGES, debs_of(suite))}"
+    base, debs = box_rootfs(suite), debs_of(suite)
+    dest = cache_dir() / f"debs-{_key(suite, BOX_PACKAGES, debs)}"
     if (dest / ".complete").exists():
         return dest
     with build_lock():
-        return _distro_debs_locked(base, dest, debs_of(suite))
+        return _distro_debs_locked(base, dest, debs)
 
 
 def _distro_debs_locked(base: Path, dest: Path, debs: list[str]) -> Path:
